@@ -1,0 +1,21 @@
+"""coldbrew: fast, measured training of content-aware cold-start recommenders."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from coldbrew.data import Dataset, load_dataset  # noqa: E402
+from coldbrew.errors import ColdbrewError, DataError  # noqa: E402
+
+
+def evaluate_embeddings(dataset, user_vectors, item_vectors, split="val", ks=(10, 20, 50), **kwargs):
+    """Full-ranking metrics for any ``[num_users, d]`` × ``[num_items, d]`` vectors.
+
+    Returns ``{group: {"recall@20": ..., ...}}`` for every group the split has.
+    """
+    from coldbrew.evaluation import evaluate_embeddings as _evaluate
+
+    return _evaluate(dataset, user_vectors, item_vectors, split=split, ks=ks, **kwargs)
+
+
+__all__ = ["Dataset", "load_dataset", "evaluate_embeddings", "ColdbrewError", "DataError", "__version__"]

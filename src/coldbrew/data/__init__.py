@@ -1,0 +1,80 @@
+"""Dataset loading: one ``Dataset`` form, one loader module per on-disk format.
+
+``load_dataset`` takes a directory, a known dataset name (resolved under ``$COLDBREW_DATA``,
+then the user cache) or ``"synthetic"``, and picks the loader from what the directory holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from coldbrew.data.dataset import GROUPS, SPLITS, Dataset, WordIds
+from coldbrew.errors import DataError
+
+__all__ = ["Dataset", "WordIds", "GROUPS", "SPLITS", "load_dataset", "resolve_data_path", "cache_dir"]
+
+
+def cache_dir() -> Path:
+    """Where coldbrew caches downloads and text embeddings (``$COLDBREW_CACHE`` overrides)."""
+    root = os.environ.get("COLDBREW_CACHE")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "coldbrew"
+
+
+def resolve_data_path(path_or_name: str | os.PathLike) -> Path:
+    """A directory as given, else ``$COLDBREW_DATA/<name>``, else ``<cache>/data/<name>``."""
+    path = Path(path_or_name).expanduser()
+    if path.exists():
+        return path
+    name = str(path_or_name)
+    candidates = []
+    if os.environ.get("COLDBREW_DATA"):
+        candidates.append(Path(os.environ["COLDBREW_DATA"]) / name)
+    candidates.append(cache_dir() / "data" / name)
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    if name == "ml-100k":
+        from coldbrew.data.movielens import download_ml100k
+
+        return download_ml100k(cache_dir() / "data" / name)
+    looked = ", ".join(str(c) for c in [path, *candidates])
+    raise DataError(f"dataset {name!r} not found (looked in: {looked})")
+
+
+def load_dataset(
+    path_or_name: str | os.PathLike,
+    *,
+    trust_pickle: bool = False,
+    features: Sequence[str] | str | None = None,
+    seed: int = 0,
+    **options,
+) -> Dataset:
+    """Load a dataset into the one in-memory form.
+
+    ``features`` picks modalities by name (``"genre,text"`` or a list); ``None`` takes every
+    modality the source offers. ``trust_pickle`` allows the original CLCRec ``.npy`` pickles.
+    ``options`` go to the loader (e.g. ``num_users=...`` for ``"synthetic"``).
+    """
+    if isinstance(features, str):
+        features = [f.strip() for f in features.split(",") if f.strip()]
+    if str(path_or_name).split(":")[0] == "synthetic":
+        from coldbrew.data import synthetic
+
+        return synthetic.load(str(path_or_name), features=features, seed=seed, **options)
+    path = resolve_data_path(path_or_name)
+    if not path.is_dir():
+        raise DataError(f"{path} is not a directory")
+    from coldbrew.data import clcrec_layout, csv_coldstart, movielens
+
+    for module in (clcrec_layout, csv_coldstart, movielens):
+        if module.detect(path):
+            return module.load(path, trust_pickle=trust_pickle, features=features, seed=seed, **options)
+    raise DataError(
+        f"{path}: no known dataset layout (expected CLCRec .npy files, train.csv + cold_val.csv, "
+        "or MovieLens u.data + u.item)"
+    )

@@ -1,0 +1,179 @@
+"""The one in-memory form every loader produces.
+
+Items and users are indexed ``0..n-1`` internally. Training interactions and every held-out
+group are ``scipy.sparse.csr_matrix`` of shape ``(num_users, num_items)`` (row = user, column =
+item, value 1). ``to_torch_csr`` turns one into index tensors on any device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from coldbrew.errors import DataError
+
+SPLITS = ("val", "test")
+GROUPS = ("all", "warm", "cold")
+
+
+@dataclass(frozen=True)
+class WordIds:
+    """Text given as word ids (TikTok style): item ``item_index[j]`` contains word ``word_index[j]``.
+
+    Models turn this into a learned word table mean-pooled per item.
+    """
+
+    item_index: torch.Tensor  # (nnz,) int64
+    word_index: torch.Tensor  # (nnz,) int64
+    num_words: int
+
+
+Feature = torch.Tensor | WordIds
+
+
+@dataclass
+class Dataset:
+    """Interactions, splits and item content of one dataset, in internal index order."""
+
+    name: str
+    num_users: int
+    num_items: int
+    train: sp.csr_matrix
+    cold_items: np.ndarray  # sorted int64 internal item ids with no training interactions
+    splits: dict[str, dict[str, sp.csr_matrix]] = field(default_factory=dict)
+    features: dict[str, Feature] = field(default_factory=dict)
+    user_ids: np.ndarray | None = None  # internal -> source id
+    item_ids: np.ndarray | None = None  # internal -> source id
+    known: sp.csr_matrix | None = None  # every known interaction (negatives avoid these)
+    notes: list[str] = field(default_factory=list)
+    item_text: list[str] | None = None  # one text per item, when the source has titles
+
+    def __post_init__(self) -> None:
+        self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
+        self.validate()
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def cold_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_items, dtype=bool)
+        mask[self.cold_items] = True
+        return mask
+
+    @property
+    def warm_items(self) -> np.ndarray:
+        return np.flatnonzero(~self.cold_mask)
+
+    @property
+    def num_train(self) -> int:
+        return int(self.train.nnz)
+
+    def exclusion_matrix(self) -> sp.csr_matrix:
+        """Items a negative may never be for each user: everything known about them."""
+        return self.known if self.known is not None else self.train
+
+    def groups(self, split: str) -> dict[str, sp.csr_matrix]:
+        if split not in SPLITS:
+            raise DataError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+        return self.splits.get(split, {})
+
+    def summary(self) -> dict:
+        """Counts a person wants to see first (printed by ``coldbrew data info`` and the demo)."""
+        out = {
+            "name": self.name,
+            "users": self.num_users,
+            "items": self.num_items,
+            "warm_items": int(self.num_items - len(self.cold_items)),
+            "cold_items": int(len(self.cold_items)),
+            "train_interactions": self.num_train,
+            "density": self.num_train / max(1, self.num_users * self.num_items),
+            "features": {
+                name: (list(f.shape) if isinstance(f, torch.Tensor) else f"words:{f.num_words}")
+                for name, f in self.features.items()
+            },
+        }
+        for split in SPLITS:
+            for group, matrix in self.groups(split).items():
+                out[f"{split}_{group}"] = {
+                    "users": int(np.count_nonzero(np.diff(matrix.indptr))),
+                    "interactions": int(matrix.nnz),
+                }
+        return out
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Raise ``DataError`` with a one-line reason when anything is inconsistent."""
+        if self.num_users <= 0 or self.num_items <= 0:
+            raise DataError(f"{self.name}: empty dataset ({self.num_users} users, {self.num_items} items)")
+        expected = (self.num_users, self.num_items)
+        _check_matrix(self.train, expected, f"{self.name}: training interactions")
+        if self.train.nnz == 0:
+            raise DataError(f"{self.name}: no training interactions")
+        if len(self.cold_items) and (self.cold_items[0] < 0 or self.cold_items[-1] >= self.num_items):
+            raise DataError(f"{self.name}: cold item id out of range 0..{self.num_items - 1}")
+        trained_cold = np.intersect1d(np.unique(self.train.indices), self.cold_items)
+        if len(trained_cold):
+            raise DataError(
+                f"{self.name}: {len(trained_cold)} cold item(s) have training interactions "
+                f"(e.g. internal item {int(trained_cold[0])}); an item cannot be both warm and cold"
+            )
+        if self.known is not None:
+            _check_matrix(self.known, expected, f"{self.name}: known interactions")
+        for split, groups in self.splits.items():
+            if split not in SPLITS:
+                raise DataError(f"{self.name}: unknown split {split!r}")
+            for group, matrix in groups.items():
+                if group not in GROUPS:
+                    raise DataError(f"{self.name}: unknown group {group!r} in split {split!r}")
+                _check_matrix(matrix, expected, f"{self.name}: {split}/{group}")
+                if matrix.nnz == 0:
+                    raise DataError(f"{self.name}: split {split}/{group} is empty")
+        for name, feature in self.features.items():
+            _check_feature(name, feature, self.num_items, self.name)
+
+
+def _check_matrix(matrix: sp.csr_matrix, shape: tuple[int, int], what: str) -> None:
+    if not sp.isspmatrix_csr(matrix):
+        raise DataError(f"{what}: expected a CSR matrix, got {type(matrix).__name__}")
+    if matrix.shape != shape:
+        raise DataError(f"{what}: shape {matrix.shape} does not match (users, items) = {shape}")
+
+
+def _check_feature(name: str, feature: Feature, num_items: int, dataset: str) -> None:
+    if isinstance(feature, WordIds):
+        if feature.item_index.numel() and int(feature.item_index.max()) >= num_items:
+            raise DataError(f"{dataset}: feature {name!r} names an item id >= {num_items}")
+        return
+    if feature.dim() != 2 or feature.shape[0] != num_items:
+        raise DataError(
+            f"{dataset}: feature {name!r} has shape {tuple(feature.shape)}; "
+            f"expected ({num_items}, d), one row per item"
+        )
+    if not torch.isfinite(feature).all():
+        raise DataError(f"{dataset}: feature {name!r} contains NaN or inf values")
+
+
+def interactions_to_csr(users: np.ndarray, items: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """Pairs -> binary CSR (duplicates collapse to one), indices sorted per row."""
+    users = np.asarray(users, dtype=np.int64)
+    items = np.asarray(items, dtype=np.int64)
+    if len(users):
+        if users.min() < 0 or users.max() >= shape[0]:
+            raise DataError(f"user id out of range 0..{shape[0] - 1}")
+        if items.min() < 0 or items.max() >= shape[1]:
+            raise DataError(f"item id out of range 0..{shape[1] - 1}")
+    data = np.ones(len(users), dtype=np.float32)
+    matrix = sp.csr_matrix((data, (users, items)), shape=shape)
+    matrix.sum_duplicates()
+    matrix.data[:] = 1.0
+    matrix.sort_indices()
+    return matrix
+
+
+def to_torch_csr(matrix: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """``(indptr, indices)`` int64 tensors on ``device``; rows sorted as in the matrix."""
+    indptr = torch.from_numpy(matrix.indptr.astype(np.int64)).to(device)
+    indices = torch.from_numpy(matrix.indices.astype(np.int64)).to(device)
+    return indptr, indices

@@ -1,0 +1,35 @@
+"""Test-wide setup: point COLDBREW_DATA at ../shared/data when it exists, keep caches private."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+HAS_SHARED_DATA = SHARED_DATA.is_dir()
+HAS_CUDA = torch.cuda.is_available()
+
+if HAS_SHARED_DATA and "COLDBREW_DATA" not in os.environ:
+    os.environ["COLDBREW_DATA"] = str(SHARED_DATA)
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+def shared_path(name: str) -> Path:
+    """The shared dataset ``name``, or skip the test with the reason."""
+    root = Path(os.environ.get("COLDBREW_DATA", SHARED_DATA))
+    path = root / name
+    if not path.is_dir():
+        pytest.skip(f"shared data {path} not present (set COLDBREW_DATA to ../shared/data)")
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_CUDA:
+            item.add_marker(skip_gpu)
