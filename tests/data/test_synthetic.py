@@ -1,0 +1,160 @@
+"""Synthetic data: sizes, split rules, determinism, option parsing, and a content signal."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from coldbrew.data import Dataset, load_dataset, synthetic
+from coldbrew.errors import DataError
+
+
+def train_items(dataset: Dataset) -> np.ndarray:
+    return np.unique(dataset.train.indices)
+
+
+def held_out_items(dataset: Dataset, split: str, group: str) -> np.ndarray:
+    return np.unique(dataset.splits[split][group].indices)
+
+
+def assert_equal_datasets(left: Dataset, right: Dataset) -> None:
+    assert (left.train != right.train).nnz == 0 and (left.known != right.known).nnz == 0
+    np.testing.assert_array_equal(left.cold_items, right.cold_items)
+    for split, groups in left.splits.items():
+        assert list(groups) == list(right.splits[split])
+        for group, matrix in groups.items():
+            assert (matrix != right.splits[split][group]).nnz == 0
+    assert list(left.features) == list(right.features)
+    assert all(torch.equal(left.features[name], right.features[name]) for name in left.features)
+
+
+def check_split_rules(dataset: Dataset, interactions_per_user: int) -> None:
+    """Every rule the module docstring promises, on any size."""
+    assert not np.intersect1d(train_items(dataset), dataset.cold_items).size
+    val_cold, test_cold = (
+        held_out_items(dataset, "val", "cold"),
+        held_out_items(dataset, "test", "cold"),
+    )
+    assert not np.intersect1d(val_cold, test_cold).size
+    assert (
+        np.isin(val_cold, dataset.cold_items).all() and np.isin(test_cold, dataset.cold_items).all()
+    )
+    for split in ("val", "test"):
+        groups = dataset.splits[split]
+        assert sorted(groups) == ["all", "cold", "warm"]
+        assert not np.isin(groups["warm"].indices, dataset.cold_items).any()
+        assert groups["all"].nnz == groups["warm"].nnz + groups["cold"].nnz
+    # each user drew exactly interactions_per_user distinct items, all of them kept somewhere
+    np.testing.assert_array_equal(np.diff(dataset.known.indptr), interactions_per_user)
+    total = dataset.num_train + dataset.splits["val"]["all"].nnz + dataset.splits["test"]["all"].nnz
+    assert total == dataset.known.nnz
+
+
+def test_default_size_is_fast_and_follows_the_rules() -> None:
+    start = time.perf_counter()
+    dataset = synthetic.load("synthetic")
+    assert time.perf_counter() - start < 1.0
+    assert (dataset.num_users, dataset.num_items) == (500, 300)
+    assert len(dataset.cold_items) == 60  # 0.2 * 300
+    assert list(dataset.features) == ["content"]
+    content = dataset.features["content"]
+    assert content.dtype == torch.float32 and content.shape == (300, 32)
+    check_split_rules(dataset, interactions_per_user=20)
+    # warm interactions split 80/10/10 per user: 16 warm of 20 -> 12 / 2 / 2 (rounded per user)
+    warm_total = dataset.num_train + 2 * dataset.splits["val"]["warm"].nnz
+    assert abs(dataset.num_train / warm_total - 0.8) < 0.03
+
+
+def test_same_seed_same_data_other_seed_other_data() -> None:
+    first = synthetic.load("synthetic", seed=7, num_users=80, num_items=60)
+    assert_equal_datasets(first, synthetic.load("synthetic", seed=7, num_users=80, num_items=60))
+    other = synthetic.load("synthetic", seed=8, num_users=80, num_items=60)
+    assert (first.train != other.train).nnz > 0
+
+
+def test_options_from_the_name_match_keywords() -> None:
+    name = "synthetic:users=50,items=40,interactions=5,cold=0.25,feature_dims=8+4,seed=3"
+    from_name = synthetic.load(name)
+    assert (from_name.num_users, from_name.num_items, len(from_name.cold_items)) == (50, 40, 10)
+    assert {key: tuple(value.shape) for key, value in from_name.features.items()} == {
+        "f0": (40, 8),
+        "f1": (40, 4),
+    }
+    from_keywords = synthetic.load(
+        "synthetic",
+        seed=3,
+        num_users=50,
+        num_items=40,
+        interactions_per_user=5,
+        cold_fraction=0.25,
+        feature_dims=(8, 4),
+    )
+    assert_equal_datasets(from_name, from_keywords)
+    via_dispatch = load_dataset("synthetic:users=50,items=40", features="content", seed=1)
+    assert (via_dispatch.num_users, list(via_dispatch.features)) == (50, ["content"])
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("synthetic", {"colour": 3}, "unknown option 'colour'"),
+        ("synthetic:shade=2", {}, "unknown option 'shade'"),
+        ("synthetic:users=abc", {}, "users=|num_users="),
+        ("synthetic:users=2.5", {}, "not a valid int"),
+        ("synthetic:users", {}, "expected key=value"),
+        ("synthetic:users=10", {"num_users": 20}, "both in the name and as a keyword"),
+        ("synthetic", {"interactions_per_user": 400}, "interactions_per_user must be"),
+        ("synthetic", {"cold_fraction": 1.0}, "cold_fraction must be"),
+        ("synthetic", {"features": None, "feature_dims": (0,)}, "feature_dims must be positive"),
+        ("synthtic", {}, "not a synthetic dataset name"),
+    ],
+)
+def test_bad_options_raise(name: str, options: dict, message: str) -> None:
+    features = options.pop("features", None)
+    with pytest.raises(DataError, match=message):
+        synthetic.load(name, features=features, **options)
+
+
+def test_feature_selection() -> None:
+    assert synthetic.load("synthetic:users=20,items=30", features=[]).features == {}
+    with pytest.raises(DataError, match="unknown feature 'visual'"):
+        synthetic.load("synthetic:users=20,items=30", features=["visual"])
+
+
+def test_candidate_sampling_on_a_large_catalogue() -> None:
+    # 3,000 items > 256 candidates: blocks of 64 users share a random candidate pool
+    dataset = synthetic.load("synthetic:users=300,items=3000,candidates=256,interactions=10")
+    assert "share candidates" in dataset.notes[0]
+    check_split_rules(dataset, interactions_per_user=10)
+    # five user blocks, five pools of 256: interactions reach far more items than one pool
+    assert len(np.unique(dataset.known.indices)) > 2 * 256
+
+
+def test_content_ranks_cold_items_better_than_chance() -> None:
+    """Users' mean training content, dotted with cold items' content, finds their cold items."""
+    dataset = synthetic.load("synthetic", num_users=400, num_items=400, seed=5)
+    content = dataset.features["content"].numpy()
+    counts = np.maximum(np.diff(dataset.train.indptr), 1)[:, None]
+    profiles = dataset.train @ content / counts  # (U, d)
+    cold = dataset.cold_items
+    scores = profiles @ content[cold].T  # (U, cold items)
+    top = cold[np.argsort(-scores, axis=1)[:, :10]]  # (U, 10)
+    hits = np.take_along_axis(dataset.splits["test"]["cold"].toarray(), top, axis=1).sum()
+    chance = dataset.splits["test"]["cold"].nnz * 10 / len(cold)
+    assert hits > 2 * chance
+
+
+@pytest.mark.slow
+def test_million_items_two_hundred_thousand_users_fits_in_minutes_and_memory() -> None:
+    start = time.perf_counter()
+    dataset = synthetic.load("synthetic:users=200000,items=1000000")
+    seconds = time.perf_counter() - start
+    assert seconds < 300
+    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+    assert peak_gib < 8
+    assert dataset.num_train > 2_000_000 and len(dataset.cold_items) == 200_000
+    assert not np.intersect1d(train_items(dataset), dataset.cold_items).size
