@@ -7,7 +7,7 @@ offset by the number of users); coldbrew gets ``coldbrew.load_dataset``'s ``Data
 warmed up once and timed over several calls (median seconds per call; CUDA synchronized).
 Then a full coldbrew evaluation (val + test, every group, K = 10, 20, 50) is timed too.
 
-    .venv/bin/python benchmarks/bench_eval.py [--device cuda] [--repeats 10]
+    .venv/bin/python benchmarks/bench_eval.py [--device cuda] [--repeats 10] [--threads 1]
 
 Prints one JSON line. Needs ../shared/data/clcrec-movielens (or ``$COLDBREW_DATA``).
 """
@@ -68,7 +68,10 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=10, help="timed coldbrew calls")
     parser.add_argument("--original-repeats", type=int, default=3, help="timed original calls")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (both sides)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     path = data_path()
 
