@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -10,12 +11,12 @@ from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec, distinct_items
 
 
-def make_model(mix_mode="original", words=False) -> CLCRec:
+def make_model(mix_mode="original", words=False, scoring="auto") -> CLCRec:
     torch.manual_seed(0)
     features = {"visual": torch.rand(12, 5), "text": torch.rand(12, 3)}
     if words:
         features["words"] = WordIds(torch.tensor([0, 0, 1, 2, 5, 11]), torch.tensor([1, 2, 2, 0, 3, 1]), num_words=4)
-    return CLCRec(4, 12, features, torch.tensor([10, 11]), dim=6, hidden=7, temp_value=2.0, lr_lambda=0.3, reg_weight=0.1, mix_mode=mix_mode)
+    return CLCRec(4, 12, features, torch.tensor([10, 11]), dim=6, hidden=7, temp_value=2.0, lr_lambda=0.3, reg_weight=0.1, mix_mode=mix_mode, scoring=scoring)
 
 
 def reference_loss(model: CLCRec, users, items, use_content):
@@ -43,20 +44,21 @@ def reference_loss(model: CLCRec, users, items, use_content):
     return model.lr_lambda * loss1 + (1 - model.lr_lambda) * loss2 + model.reg_weight * reg
 
 
-def test_loss_matches_plain_reference_value_and_gradients():
-    for words in (False, True):
-        model = make_model(words=words)
-        users = torch.tensor([0, 1, 3, 1])
-        items = torch.tensor([[0, 3, 4], [2, 0, 9], [5, 5, 1], [7, 8, 0]])  # (B=4, 1+K=3), repeats included
-        use_content = torch.rand(items.shape, generator=torch.Generator().manual_seed(3)) < 0.5
-        model.content_mix_mask = lambda shape, device, mask=use_content: mask
-        fast = model.loss(Batch(users, items)).total
-        fast_grads = torch.autograd.grad(fast, list(model.parameters()))
-        slow = reference_loss(model, users, items, use_content)
-        slow_grads = torch.autograd.grad(slow, list(model.parameters()), allow_unused=True)
-        torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
-        for a, b in zip(fast_grads, slow_grads):
-            torch.testing.assert_close(a, torch.zeros_like(a) if b is None else b, rtol=1e-4, atol=1e-6)
+@pytest.mark.parametrize("scoring", ["dense", "gather"])
+@pytest.mark.parametrize("words", [False, True])
+def test_loss_matches_plain_reference_value_and_gradients(scoring, words):
+    model = make_model(words=words, scoring=scoring)
+    users = torch.tensor([0, 1, 3, 1])
+    items = torch.tensor([[0, 3, 4], [2, 0, 9], [5, 5, 1], [7, 8, 0]])  # (B=4, 1+K=3), repeats included
+    use_content = torch.rand(items.shape, generator=torch.Generator().manual_seed(3)) < 0.5
+    model.content_mix_mask = lambda shape, device, mask=use_content: mask
+    fast = model.loss(Batch(users, items)).total
+    fast_grads = torch.autograd.grad(fast, list(model.parameters()))
+    slow = reference_loss(model, users, items, use_content)
+    slow_grads = torch.autograd.grad(slow, list(model.parameters()), allow_unused=True)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
+    for a, b in zip(fast_grads, slow_grads):
+        torch.testing.assert_close(a, torch.zeros_like(a) if b is None else b, rtol=1e-4, atol=1e-6)
 
 
 def test_original_mix_mask_uses_about_39_percent_content():

@@ -33,6 +33,7 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
 
 WORD_DIM = 128
+DENSE_RATIO = 32  # dense scoring while distinct items <= 32 x (1 + K); see scores_dense
 
 
 class ContentEncoder(nn.Module):
@@ -115,10 +116,14 @@ class CLCRec(Recommender):
         temp_value: float = 2.0,
         num_sample: float = 0.5,
         mix_mode: str = "original",
+        scoring: str = "auto",
     ):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
             raise ColdbrewError(f"mix_mode must be 'original' or 'bernoulli', not {mix_mode!r}")
+        if scoring not in ("auto", "dense", "gather"):
+            raise ColdbrewError(f"scoring must be auto, dense or gather, not {scoring!r}")
+        self.scoring = scoring
         self.num_users, self.num_items = num_users, num_items
         self.reg_weight, self.lr_lambda = reg_weight, lr_lambda
         self.temp_value, self.num_sample, self.mix_mode = temp_value, num_sample, mix_mode
@@ -148,21 +153,18 @@ class CLCRec(Recommender):
     def loss(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         distinct, inverse = distinct_items(items, self.num_items, trim=items.device.type == "cpu")
-        content = self.encoder(distinct)  # (n_distinct, D)
-        content_rows = content[inverse]  # (B, 1 + K, D)
-        content_norm = content.norm(dim=1).clamp_min(1e-12)[inverse]  # (B, 1 + K)
-        item_rows = self.item_embedding[items]  # (B, 1 + K, D)
+        content = self.encoder(distinct)  # (n, D): each distinct item encoded once
+        item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
-        anchor = F.normalize(item_rows[:, 0], dim=1)  # (B, D) positive item's ID embedding
-        # One batched product serves both terms: (B, 1+K, D) @ (B, D, 2) -> (B, 1+K, 2)
-        content_scores = torch.bmm(content_rows, torch.stack([anchor, user_rows], dim=2))
-        id_scores = torch.bmm(item_rows, user_rows.unsqueeze(2)).squeeze(2)  # (B, 1 + K)
-        item_content_logits = content_scores[..., 0] / content_norm / self.temp_value
+        anchor = F.normalize(item_vectors[inverse[:, 0]], dim=1)  # (B, D) positive's ID embedding
+        dense = self.use_dense_scores(len(distinct), items.shape[1])
+        score = self.scores_dense if dense else self.scores_gathered
+        cosine, user_content, user_id = score(anchor, user_rows, content, item_vectors, inverse)
         use_content = self.content_mix_mask(items.shape, items.device)
-        user_item_logits = torch.where(use_content, content_scores[..., 1], id_scores) / self.temp_value
-        item_content = info_nce(item_content_logits)
-        user_item = info_nce(user_item_logits)
-        regularizer = (user_rows.norm(dim=1).mean() + item_rows.norm(dim=2).mean()) / 2
+        item_content = info_nce(cosine / self.temp_value)
+        user_item = info_nce(torch.where(use_content, user_content, user_id) / self.temp_value)
+        item_norms = item_vectors.norm(dim=1)[inverse]  # (B, 1 + K)
+        regularizer = (user_rows.norm(dim=1).mean() + item_norms.mean()) / 2
         total = (
             self.lr_lambda * item_content
             + (1 - self.lr_lambda) * user_item
@@ -170,6 +172,32 @@ class CLCRec(Recommender):
         )
         terms = {"item_content": item_content, "user_item": user_item, "reg": regularizer}
         return LossOutput(total=total, terms=terms)
+
+    def use_dense_scores(self, num_distinct: int, row_width: int) -> bool:
+        """Dense products beat gathers while the distinct items are few per row of the batch."""
+        if self.scoring != "auto":
+            return self.scoring == "dense"
+        return num_distinct <= DENSE_RATIO * row_width
+
+    @staticmethod
+    def scores_gathered(anchor, user_rows, content, item_vectors, inverse):
+        """Gather ``(B, 1+K, D)`` rows, then batched products; cost ∝ B·(1+K)·D."""
+        content_rows = content[inverse]  # (B, 1 + K, D)
+        content_norms = content.norm(dim=1).clamp_min(1e-12)[inverse]  # (B, 1 + K)
+        # One product serves both terms: (B, 1+K, D) @ (B, D, 2) -> (B, 1+K, 2)
+        both = torch.bmm(content_rows, torch.stack([anchor, user_rows], dim=2))
+        user_id = torch.bmm(item_vectors[inverse], user_rows.unsqueeze(2)).squeeze(2)
+        return both[..., 0] / content_norms, both[..., 1], user_id
+
+    @staticmethod
+    def scores_dense(anchor, user_rows, content, item_vectors, inverse):
+        """Score every distinct item with matmuls, then pick ``(B, 1+K)``; cost ∝ B·n·D."""
+        unit_content = F.normalize(content, dim=1)
+        cosine = torch.gather(anchor @ unit_content.T, 1, inverse)  # (B, n) -> (B, 1 + K)
+        user_scores = user_rows @ torch.cat([content, item_vectors]).T  # (B, 2n)
+        user_content = torch.gather(user_scores, 1, inverse)
+        user_id = torch.gather(user_scores, 1, inverse + len(content))
+        return cosine, user_content, user_id
 
     # ------------------------------------------------------------------ scoring
     def user_embeddings(self) -> torch.Tensor:

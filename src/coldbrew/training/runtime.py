@@ -1,0 +1,97 @@
+"""Device, precision and determinism choices, made once per run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from coldbrew.errors import ColdbrewError
+
+
+@dataclass
+class Runtime:
+    device: torch.device
+    autocast_dtype: torch.dtype | None  # None: full fp32
+    scaler: torch.amp.GradScaler | None
+
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    @property
+    def precision(self) -> str:
+        names = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+        return names[self.autocast_dtype]
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ColdbrewError(f"device {name!r} requested but CUDA is not available")
+    return device
+
+
+def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runtime:
+    """bf16 autocast on GPUs that support it, fp16 + GradScaler on older ones, fp32 on CPU."""
+    device = resolve_device(device_name)
+    if precision == "auto":
+        if device.type != "cuda":
+            precision = "fp32"
+        else:
+            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if precision != "fp32" and device.type != "cuda":
+        raise ColdbrewError(f"precision {precision} needs a CUDA device; use fp32 on {device.type}")
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    return Runtime(device=device, autocast_dtype=dtype, scaler=scaler)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    """Every RNG's state as plain types and tensors (loadable with ``weights_only=True``)."""
+    kind, keys, position, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    import platform
+
+    return f"cpu ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
