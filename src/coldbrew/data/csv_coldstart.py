@@ -1,0 +1,309 @@
+"""Strict item cold-start splits stored as CSV (e.g. ``ml-1m-coldstart``).
+
+Files (``uid,iid`` headers unless noted):
+
+- ``train.csv``: training interactions; an item in it is *warm*.
+- ``cold_val.csv`` and, when present, ``cold_test.csv``: interactions on cold items only.
+- ``items.csv`` (``iid,title,genres``, genres ``|``-separated): the whole catalogue.
+- ``movies_extrainfos.dat`` (optional, ``::``-separated, keyed by MovieLens id): director, cast
+  and plot, joined to ``items.csv`` by normalised title and year (see ``match_extra_info``).
+
+Internal item ids follow the sorted ``iid`` of ``items.csv``; internal user ids the sorted ``uid``
+over every interaction file. Cold items are all items without a training interaction, so with
+``cold_test.csv`` absent its items still count as cold candidates (the CLCRec protocol ranks
+validation cold items against every cold item). Validation and test hold one group, ``cold``.
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.features import (
+    TEXT_OPTIONS,
+    check_options,
+    display_title,
+    genre_multi_hot,
+    item_texts,
+    normalise_title,
+    select_features,
+    text_embeddings,
+    title_keys,
+)
+from coldbrew.errors import DataError
+
+EXTRA_INFO_FILE = "movies_extrainfos.dat"
+EXTRA_INFO_FIELDS = (
+    11  # id::title::year::rated::released::genres::director::writers::actors::plot::poster
+)
+LOADER_OPTIONS = TEXT_OPTIONS
+
+
+def detect(path: Path) -> bool:
+    return (path / "train.csv").is_file() and (path / "cold_val.csv").is_file()
+
+
+def load(
+    path: Path,
+    *,
+    trust_pickle: bool = False,
+    features: list[str] | None = None,
+    seed: int = 0,
+    **options,
+) -> Dataset:
+    """Read the CSV split at ``path``; ``options``: ``progress`` and ``text_batch_size`` (text encoder)."""
+    check_options(path.name, options, LOADER_OPTIONS)
+    notes: list[str] = []
+    item_ids, titles, genres = read_items(path / "items.csv")
+    user_ids, matrices = _read_interactions(path, item_ids, notes)
+    shape = (len(user_ids), len(item_ids))
+    warm = np.unique(matrices["train"].indices)
+    extra = {}
+    if (path / EXTRA_INFO_FILE).is_file():
+        extra, note = match_extra_info(titles, read_extra_info(path / EXTRA_INFO_FILE))
+        notes.append(note)
+    texts = item_texts([display_title(title) for title in titles], genres, extra)
+    available = {
+        "genre": lambda: genre_multi_hot(genres)[0],
+        "text": lambda: text_embeddings(texts, options),
+    }
+    return Dataset(
+        name=path.name,
+        num_users=shape[0],
+        num_items=shape[1],
+        train=matrices["train"],
+        cold_items=np.setdiff1d(np.arange(shape[1]), warm),
+        splits={split: {"cold": matrices[split]} for split in ("val", "test") if split in matrices},
+        features=select_features(available, features, notes=notes),
+        user_ids=user_ids,
+        item_ids=item_ids,
+        known=_union(list(matrices.values())),
+        notes=notes,
+        item_text=texts,
+    )
+
+
+def _read_interactions(
+    path: Path, item_ids: np.ndarray, notes: list[str]
+) -> tuple[np.ndarray, dict[str, sp.csr_matrix]]:
+    """Sorted source user ids and ``{"train"|"val"|"test": csr}`` of the files present."""
+    pair_files = {
+        "train": path / "train.csv",
+        "val": path / "cold_val.csv",
+        "test": path / "cold_test.csv",
+    }
+    pairs = {name: read_pairs(file) for name, file in pair_files.items() if file.is_file()}
+    if "test" not in pairs:
+        message = "no cold_test.csv: test metrics skipped"
+        warnings.warn(f"{path.name}: {message}", stacklevel=4)
+        notes.append(message)
+    user_ids = np.unique(np.concatenate([users for users, _ in pairs.values()]))
+    shape = (len(user_ids), len(item_ids))
+    matrices = {}
+    for name, (users, items) in pairs.items():
+        internal_items = _internal_item_ids(items, item_ids, pair_files[name])
+        matrices[name] = interactions_to_csr(
+            np.searchsorted(user_ids, users), internal_items, shape
+        )
+    _check_cold_files(matrices, item_ids, pair_files, notes)
+    return user_ids, matrices
+
+
+def _internal_item_ids(items: np.ndarray, item_ids: np.ndarray, file: Path) -> np.ndarray:
+    positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
+    unknown = item_ids[positions] != items
+    if unknown.any():
+        raise DataError(
+            f"{file}: {len(np.unique(items[unknown]))} iid(s) not in items.csv "
+            f"(e.g. {int(items[unknown][0])}); items.csv must list every item"
+        )
+    return positions
+
+
+def _check_cold_files(
+    matrices: dict[str, sp.csr_matrix],
+    item_ids: np.ndarray,
+    pair_files: dict[str, Path],
+    notes: list[str],
+) -> None:
+    """Cold files may only name items that never occur in training."""
+    warm = np.unique(matrices["train"].indices)
+    cold_sets = {}
+    for split in ("val", "test"):
+        if split not in matrices:
+            continue
+        cold_sets[split] = np.unique(matrices[split].indices)
+        both = np.intersect1d(cold_sets[split], warm)
+        if len(both):
+            raise DataError(
+                f"{pair_files[split]}: {len(both)} item(s) both warm and cold, i.e. also in "
+                f"train.csv (e.g. iid {int(item_ids[both[0]])})"
+            )
+    if len(cold_sets) == 2:
+        shared = np.intersect1d(cold_sets["val"], cold_sets["test"])
+        if len(shared):
+            message = f"{len(shared)} cold item(s) occur in both cold_val.csv and cold_test.csv"
+            warnings.warn(message, stacklevel=5)
+            notes.append(message)
+
+
+def _union(matrices: list[sp.csr_matrix]) -> sp.csr_matrix:
+    total = matrices[0]
+    for matrix in matrices[1:]:
+        total = total + matrix
+    total = sp.csr_matrix(total)
+    total.data[:] = 1.0
+    total.sort_indices()
+    return total
+
+
+# ---------------------------------------------------------------------------------- reading
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not UTF-8 text ({error})") from error
+
+
+def _header_positions(path: Path, header: str, required: tuple[str, ...]) -> list[int]:
+    columns = [column.strip() for column in header.strip().split(",")]
+    missing = [name for name in required if name not in columns]
+    if not header.strip():
+        raise DataError(f"{path}: empty file; expected a header line {','.join(required)!r}")
+    if missing:
+        raise DataError(
+            f"{path}, line 1: header {header.strip()!r} lacks column(s) {', '.join(missing)}; "
+            f"expected {','.join(required)!r}"
+        )
+    return [columns.index(name) for name in required]
+
+
+def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(uids, iids)`` int64 arrays of a ``uid,iid`` CSV (more columns are allowed and ignored)."""
+    header, _, body = _read_text(path).partition("\n")
+    positions = _header_positions(path, header, ("uid", "iid"))
+    body = body.replace("\r", "").strip("\n")
+    if not body.strip():
+        raise DataError(f"{path}: no interactions after the header")
+    if positions == [0, 1] and header.count(",") == 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:  # C-speed parse; anything odd falls through to the line-by-line check
+                values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
+                if len(values) == 2 * (body.count("\n") + 1):
+                    return values[0::2].copy(), values[1::2].copy()
+            except (ValueError, DeprecationWarning):
+                pass
+    return _parse_lines(path, body, positions, header.count(",") + 1)
+
+
+def _parse_lines(
+    path: Path, body: str, positions: list[int], width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    users, items = [], []
+    for number, line in enumerate(body.split("\n"), start=2):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        if len(fields) != width:
+            raise DataError(f"{path}, line {number}: expected {width} fields, got {line!r}")
+        try:
+            users.append(int(fields[positions[0]]))
+            items.append(int(fields[positions[1]]))
+        except ValueError:
+            raise DataError(
+                f"{path}, line {number}: uid and iid must be integers, got {line!r}"
+            ) from None
+    return np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64)
+
+
+def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
+    """Sorted ``iid`` array with the matching titles and genre lists from ``items.csv``."""
+    rows = list(csv.reader(_read_text(path).splitlines()))
+    if not rows:
+        raise DataError(f"{path}: empty file; expected a header line 'iid,title,genres'")
+    iid_at, title_at, genres_at = _header_positions(
+        path, ",".join(rows[0]), ("iid", "title", "genres")
+    )
+    by_iid: dict[int, tuple[str, list[str]]] = {}
+    for number, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != len(rows[0]):
+            raise DataError(
+                f"{path}, line {number}: expected {len(rows[0])} fields, got {len(row)}"
+            )
+        try:
+            iid = int(row[iid_at])
+        except ValueError:
+            raise DataError(
+                f"{path}, line {number}: iid must be an integer, got {row[iid_at]!r}"
+            ) from None
+        if iid in by_iid:
+            raise DataError(f"{path}, line {number}: iid {iid} listed twice")
+        genres = [
+            g.strip()
+            for g in row[genres_at].split("|")
+            if g.strip() and g.strip() != "(no genres listed)"
+        ]
+        by_iid[iid] = (row[title_at].strip(), genres)
+    if not by_iid:
+        raise DataError(f"{path}: no items after the header")
+    item_ids = np.array(sorted(by_iid), dtype=np.int64)
+    return item_ids, [by_iid[i][0] for i in item_ids], [by_iid[i][1] for i in item_ids]
+
+
+# ---------------------------------------------------------------------------------- titles
+def read_extra_info(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """``(normalised title, year) -> {director, cast, plot}`` from ``movies_extrainfos.dat``."""
+    info: dict[tuple[str, str], dict[str, str]] = {}
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("::")
+        if len(fields) != EXTRA_INFO_FIELDS:
+            raise DataError(
+                f"{path}, line {number}: expected {EXTRA_INFO_FIELDS} '::'-separated fields, got {len(fields)}"
+            )
+        known = {key: fields[at].strip() for key, at in (("director", 6), ("cast", 8), ("plot", 9))}
+        known = {key: value for key, value in known.items() if value and value != "N/A"}
+        info.setdefault((normalise_title(fields[1]), fields[2].strip()), known)
+    return info
+
+
+def match_extra_info(
+    titles: list[str], info: dict[tuple[str, str], dict[str, str]]
+) -> tuple[dict[int, dict[str, str]], str]:
+    """Per item position, the extra fields whose title and year match, and a note with counts.
+
+    Each catalogue title ``"Postman, The (Postino, Il) (1994)"`` is tried as its main title and
+    every parenthesised alternative (articles moved to the front, accents, case and punctuation
+    ignored) with its year, then with the year off by one (release years differ between sources).
+    """
+    matched: dict[int, dict[str, str]] = {}
+    off_by_one = 0
+    for position, title in enumerate(titles):
+        candidates, year = title_keys(title)
+        if year is None:
+            continue
+        for shift in (0, -1, 1):
+            shifted = str(int(year) + shift)
+            found = next(
+                (info[(key, shifted)] for key in candidates if (key, shifted) in info), None
+            )
+            if found is not None:
+                matched[position] = found
+                off_by_one += shift != 0
+                break
+    note = (
+        f"{EXTRA_INFO_FILE}: {len(matched):,} of {len(titles):,} items matched by title and year "
+        f"({off_by_one} with the year off by one); the rest have title and genres only"
+    )
+    return matched, note

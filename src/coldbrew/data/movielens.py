@@ -1,0 +1,353 @@
+"""Raw MovieLens-100K (``u.data``, ``u.item``) with a seeded item cold-start split.
+
+Every rating is one implicit interaction (duplicate user-item pairs count once). Users are those
+of ``u.user`` when it exists (ratings by anyone else are dropped with a warning and a note),
+otherwise those of ``u.data``; items are those of ``u.item``. ``user_ids``/``item_ids`` keep the
+source ids.
+
+Split protocol, all draws from ``rng = np.random.default_rng(seed)`` in this order:
+
+1. ``order = rng.permutation(num_items)``; the first ``round(cold_fraction * num_items)``
+   items (default 20%: 336 of 1,682) are *cold*. The first ``num_cold // 2`` of them are the
+   validation cold items, the rest the test cold items. Every interaction on a validation cold
+   item goes to ``val/cold``, on a test cold item to ``test/cold``; none is trained on.
+2. The remaining (warm) interactions are shuffled with ``rng.permutation`` and split per user:
+   a user with ``c`` warm interactions gives ``floor(0.1 c + 0.5)`` to ``val/warm``, as many to
+   ``test/warm`` and the rest to ``train`` (users with fewer than 5 keep all of them in train).
+3. ``val/all`` and ``test/all`` are the union of that split's warm and cold groups.
+
+``cold_items`` is exactly the chosen cold items, even one without any rating; a warm item whose
+few ratings all landed in val/test stays warm. Features: ``genre`` (the 19 flags of ``u.item``)
+and ``text`` (title and genres through the sentence encoder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.features import (
+    TEXT_OPTIONS,
+    check_options,
+    display_title,
+    genre_multi_hot,
+    item_texts,
+    select_features,
+    text_embeddings,
+)
+from coldbrew.errors import DataError
+
+ML100K_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
+# Published digests of ml-100k.zip (GroupLens lists the MD5 0e33842e24a9c977be4e0107933c0723).
+ML100K_SHA256 = "50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229"
+DOWNLOAD_TIMEOUT_S = 60
+DOWNLOAD_LIMIT_BYTES = 64 * 1024 * 1024
+GENRES = (
+    "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
+    "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi",
+    "Thriller", "War", "Western",
+)  # fmt: skip
+LOADER_OPTIONS = ("cold_fraction", *TEXT_OPTIONS)
+
+
+def detect(path: Path) -> bool:
+    return (path / "u.data").is_file() and (path / "u.item").is_file()
+
+
+def load(
+    path: Path,
+    *,
+    trust_pickle: bool = False,
+    features: list[str] | None = None,
+    seed: int = 0,
+    **options,
+) -> Dataset:
+    """Read ``u.data``/``u.item`` at ``path`` and split them as the module docstring describes.
+
+    ``options``: ``cold_fraction`` (0.2), ``progress`` and ``text_batch_size`` (text encoder).
+    """
+    check_options(path.name, options, LOADER_OPTIONS)
+    notes: list[str] = []
+    genre_names = _genre_names(path / "u.genre")
+    item_ids, titles, genres = read_items(path / "u.item", genre_names)
+    users, items = read_ratings(path / "u.data")
+    user_ids = _user_catalogue(path, users, notes)
+    known_user = np.isin(users, user_ids)
+    users, items = users[known_user], items[known_user]
+    positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
+    if (item_ids[positions] != items).any():
+        raise DataError(
+            f"{path / 'u.data'}: item {int(items[item_ids[positions] != items][0])} is not in u.item"
+        )
+    pairs = np.unique(np.searchsorted(user_ids, users) * len(item_ids) + positions)
+    shape = (len(user_ids), len(item_ids))
+    split = split_cold_start(
+        pairs // shape[1], pairs % shape[1], shape, seed, options.get("cold_fraction", 0.2)
+    )
+    train, splits, cold_items = split
+    texts = item_texts([display_title(title) for title in titles], genres)
+    available = {
+        "genre": lambda: genre_multi_hot(genres, genre_names)[0],
+        "text": lambda: text_embeddings(texts, options),
+    }
+    return Dataset(
+        name=path.name,
+        num_users=shape[0],
+        num_items=shape[1],
+        train=train,
+        cold_items=cold_items,
+        splits=splits,
+        features=select_features(available, features, notes=notes),
+        user_ids=user_ids,
+        item_ids=item_ids,
+        known=interactions_to_csr(pairs // shape[1], pairs % shape[1], shape),
+        notes=notes,
+        item_text=texts,
+    )
+
+
+def split_cold_start(
+    users: np.ndarray,
+    items: np.ndarray,
+    shape: tuple[int, int],
+    seed: int,
+    cold_fraction: float = 0.2,
+) -> tuple[sp.csr_matrix, dict[str, dict[str, sp.csr_matrix]], np.ndarray]:
+    """``(train, {split: {group: csr}}, cold_items)`` for unique internal pairs; see module docstring."""
+    if not 0.0 < cold_fraction < 1.0:
+        raise DataError(f"cold_fraction must be between 0 and 1, got {cold_fraction}")
+    rng = np.random.default_rng(seed)
+    num_items = shape[1]
+    order = rng.permutation(num_items)
+    num_cold = int(round(cold_fraction * num_items))
+    cold_halves = {"val": order[: num_cold // 2], "test": order[num_cold // 2 : num_cold]}
+    warm = ~np.isin(items, order[:num_cold])
+    warm_part = _split_warm_per_user(users[warm], rng)  # 0 train, 1 val, 2 test
+    warm_users, warm_items = users[warm], items[warm]
+    train = interactions_to_csr(warm_users[warm_part == 0], warm_items[warm_part == 0], shape)
+    splits: dict[str, dict[str, sp.csr_matrix]] = {}
+    for code, split in ((1, "val"), (2, "test")):
+        in_half = np.isin(items, cold_halves[split])
+        chosen = {
+            "warm": (warm_users[warm_part == code], warm_items[warm_part == code]),
+            "cold": (users[in_half], items[in_half]),
+        }
+        chosen["all"] = tuple(np.concatenate(pair) for pair in zip(*chosen.values(), strict=True))
+        splits[split] = {
+            group: interactions_to_csr(group_users, group_items, shape)
+            for group, (group_users, group_items) in chosen.items()
+            if len(group_users)
+        }
+    return (
+        train,
+        {split: groups for split, groups in splits.items() if groups},
+        np.sort(order[:num_cold]),
+    )
+
+
+def _split_warm_per_user(users: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """0/1/2 (train/val/test) per interaction: ``floor(0.1 c + 0.5)`` each to val and test per user."""
+    shuffled = rng.permutation(len(users))
+    by_user = shuffled[np.argsort(users[shuffled], kind="stable")]  # shuffled within each user
+    counts = np.bincount(users, minlength=int(users.max(initial=0)) + 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(len(users), dtype=np.int64)
+    rank[by_user] = np.arange(len(users)) - starts[users[by_user]]
+    held_out = np.floor(0.1 * counts + 0.5).astype(np.int64)[users]
+    count = counts[users]
+    part = np.zeros(len(users), dtype=np.int8)
+    part[rank >= count - 2 * held_out] = 1
+    part[rank >= count - held_out] = 2
+    return part
+
+
+def _user_catalogue(path: Path, users: np.ndarray, notes: list[str]) -> np.ndarray:
+    """Users of ``u.user`` when present (noting ratings by anyone else), else of ``u.data``."""
+    if not (path / "u.user").is_file():
+        return np.unique(users)
+    user_ids = np.unique(_read_ids(path / "u.user"))
+    stray = ~np.isin(users, user_ids)
+    if stray.any():
+        message = (
+            f"u.data: {int(stray.sum())} rating(s) by {len(np.unique(users[stray]))} user(s) not in "
+            f"u.user (e.g. user {int(users[stray][0])}) dropped"
+        )
+        warnings.warn(f"{path.name}: {message}", stacklevel=4)
+        notes.append(message)
+    return user_ids
+
+
+# ---------------------------------------------------------------------------------- reading
+def _read_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    return path.read_text(encoding="latin-1").splitlines()
+
+
+def _read_ids(path: Path) -> np.ndarray:
+    ids = []
+    for number, line in enumerate(_read_lines(path), start=1):
+        if line.strip():
+            try:
+                ids.append(int(line.split("|", 1)[0]))
+            except ValueError:
+                raise DataError(
+                    f"{path}, line {number}: id must be an integer, got {line!r}"
+                ) from None
+    return np.asarray(ids, dtype=np.int64)
+
+
+def read_ratings(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(users, items)`` of ``u.data`` (``user item rating timestamp``, whitespace-separated)."""
+    text = "\n".join(_read_lines(path)).strip()
+    if not text:
+        raise DataError(f"{path}: empty file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:  # C-speed parse; anything odd falls through to the line-by-line check
+            values = np.fromstring(text, dtype=np.int64, sep=" ")
+            rows = sum(1 for line in text.split("\n") if line.strip())
+            if len(values) == 4 * rows:
+                return values[0::4].copy(), values[1::4].copy()
+        except (ValueError, DeprecationWarning):
+            pass
+    for number, line in enumerate(text.split("\n"), start=1):  # find the line to blame
+        fields = line.split()
+        if fields and (
+            len(fields) != 4 or not all(field.lstrip("-").isdigit() for field in fields)
+        ):
+            raise DataError(
+                f"{path}, line {number}: expected 4 integers 'user item rating timestamp', got {line!r}"
+            )
+    values = np.array(text.split(), dtype=np.int64).reshape(-1, 4)  # (ratings, 4)
+    return values[:, 0].copy(), values[:, 1].copy()
+
+
+def read_items(item_path: Path, names: list[str]) -> tuple[np.ndarray, list[str], list[list[str]]]:
+    """Sorted item ids with titles and genre lists from ``u.item`` (one trailing flag per name)."""
+    by_id: dict[int, tuple[str, list[str]]] = {}
+    for number, line in enumerate(_read_lines(item_path), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        try:
+            if len(fields) < 5 + len(names):
+                raise ValueError
+            item_id = int(fields[0])
+            flags = [int(flag) for flag in fields[-len(names) :]]
+        except ValueError:
+            raise DataError(
+                f"{item_path}, line {number}: expected 'id|title|release|video release|url' and "
+                f"{len(names)} 0/1 genre flags"
+            ) from None
+        if item_id in by_id:
+            raise DataError(f"{item_path}, line {number}: item {item_id} listed twice")
+        by_id[item_id] = (
+            fields[1].strip(),
+            [name for name, flag in zip(names, flags, strict=True) if flag],
+        )
+    if not by_id:
+        raise DataError(f"{item_path}: no items")
+    item_ids = np.array(sorted(by_id), dtype=np.int64)
+    return item_ids, [by_id[i][0] for i in item_ids], [by_id[i][1] for i in item_ids]
+
+
+def _genre_names(path: Path) -> list[str]:
+    """Genre names in flag order from ``u.genre`` (``name|index``), else the published 19."""
+    if not path.is_file():
+        return list(GENRES)
+    pairs = [line.split("|") for line in _read_lines(path) if line.strip()]
+    try:
+        return [name for name, _ in sorted(pairs, key=lambda pair: int(pair[1]))]
+    except (ValueError, IndexError):
+        raise DataError(f"{path}: expected lines 'genre|index'") from None
+
+
+# ---------------------------------------------------------------------------------- download
+def download_ml100k(target: Path) -> Path:
+    """Download, verify (SHA-256) and unpack ml-100k into ``target``, once; returns ``target``.
+
+    The archive is kept beside ``target`` (``ml-100k.zip``) so a broken unpack never downloads
+    twice. Unpacking goes to a temporary folder renamed into place, so ``target`` is complete or
+    absent.
+    """
+    target = Path(target)
+    if detect(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    archive = target.parent / "ml-100k.zip"
+    if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
+        _download(ML100K_URL, archive)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".ml-100k-"))
+    try:
+        _extract(archive, staging)
+        found = next((folder for folder in (staging / "ml-100k", staging) if detect(folder)), None)
+        if found is None:
+            raise DataError(f"{archive}: no ml-100k/u.data and u.item inside the archive")
+        if not detect(target):
+            os.replace(found, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _download(url: str, archive: Path) -> None:
+    import urllib.request
+
+    handle, temporary = tempfile.mkstemp(dir=archive.parent, prefix=".ml-100k-", suffix=".zip")
+    try:
+        with (
+            os.fdopen(handle, "wb") as file,
+            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
+        ):
+            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
+            if len(payload) > DOWNLOAD_LIMIT_BYTES:
+                raise DataError(
+                    f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive"
+                )
+            file.write(payload)
+        digest = _sha256(Path(temporary))
+        if digest != ML100K_SHA256:
+            raise DataError(
+                f"{url}: SHA-256 {digest} does not match the published {ML100K_SHA256}; not using it"
+            )
+        os.replace(temporary, archive)
+    except OSError as error:  # URLError, timeouts and refused connections are all OSError
+        raise DataError(
+            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: {error}; "
+            "set COLDBREW_DATA to a folder that holds ml-100k/"
+        ) from error
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def _extract(archive: Path, destination: Path) -> None:
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            for name in bundle.namelist():
+                if name.startswith(("/", "\\")) or ".." in Path(name).parts:
+                    raise DataError(f"{archive}: unsafe path {name!r} inside the archive")
+            bundle.extractall(destination)
+    except zipfile.BadZipFile as error:
+        archive.unlink(missing_ok=True)
+        raise DataError(
+            f"{archive}: not a valid zip archive ({error}); removed, try again"
+        ) from error
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

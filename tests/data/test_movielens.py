@@ -1,0 +1,287 @@
+"""Raw MovieLens-100K: parsing, the seeded item cold-start protocol, and the verified download."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import urllib.error
+import urllib.request
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coldbrew.data import movielens, resolve_data_path
+from coldbrew.data.movielens import _split_warm_per_user, download_ml100k, split_cold_start
+from coldbrew.errors import DataError
+from conftest import shared_path
+
+NUM_USERS, NUM_ITEMS = 12, 20
+
+
+def item_line(item: int, title: str, genres: tuple[int, ...]) -> str:
+    flags = ["1" if index in genres else "0" for index in range(19)]
+    return "|".join([str(item), title, "01-Jan-1995", "", "http://x", *flags])
+
+
+def write_ml100k(root: Path, *, ratings: str | None = None, extra_items: str = "") -> Path:
+    """12 users x 20 items, every user rating items 1..15 plus a user-dependent three more."""
+    root.mkdir(parents=True, exist_ok=True)
+    items = [
+        item_line(1, "Café Society (1995)", (8,)),
+        item_line(2, "Usual Suspects, The (1995)", (6, 16)),
+    ]
+    items += [
+        item_line(item, f"Film {item} (1990)", (item % 19,)) for item in range(3, NUM_ITEMS + 1)
+    ]
+    (root / "u.item").write_bytes(("\n".join(items) + "\n" + extra_items).encode("latin-1"))
+    if ratings is None:
+        rows = [
+            (user, item)
+            for user in range(1, NUM_USERS + 1)
+            for item in [*range(1, 16), *(16 + (user + k) % 5 for k in range(3))]
+        ]
+        ratings = "".join(f"{user}\t{item}\t4\t88125{user:04d}\n" for user, item in rows)
+    (root / "u.data").write_text(ratings)
+    return root
+
+
+def load(path: Path, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return movielens.load(path, features=kwargs.pop("features", ["genre"]), **kwargs)
+
+
+def pairs(matrix) -> set[tuple[int, int]]:
+    coo = matrix.tocoo()
+    return set(zip(coo.row.tolist(), coo.col.tolist(), strict=True))
+
+
+# ---------------------------------------------------------------------------------- protocol
+def test_per_user_warm_split_sizes():
+    # per user c -> floor(0.1 c + 0.5) each to val and test: 4 -> 0, 5 -> 1, 10 -> 1, 15 -> 2, 25 -> 3
+    counts = [4, 5, 10, 15, 25]
+    users = np.repeat(np.arange(len(counts)), counts)
+    part = _split_warm_per_user(users, np.random.default_rng(0))
+    sizes = [np.bincount(part[users == user], minlength=3).tolist() for user in range(len(counts))]
+    assert sizes == [[4, 0, 0], [3, 1, 1], [8, 1, 1], [11, 2, 2], [19, 3, 3]]
+
+
+def test_split_partitions_every_interaction(tmp_path):
+    dataset = load(write_ml100k(tmp_path))
+    splits = dataset.splits
+    assert len(dataset.cold_items) == round(0.2 * NUM_ITEMS)  # 4
+    val_cold, test_cold = (set(splits[s]["cold"].indices.tolist()) for s in ("val", "test"))
+    assert not val_cold & test_cold and val_cold | test_cold <= set(dataset.cold_items.tolist())
+    pieces = [
+        pairs(dataset.train),
+        *(pairs(splits[s][g]) for s in ("val", "test") for g in ("warm", "cold")),
+    ]
+    assert sum(len(piece) for piece in pieces) == len(set().union(*pieces)) == NUM_USERS * 18
+    for split in ("val", "test"):
+        assert pairs(splits[split]["all"]) == pairs(splits[split]["warm"]) | pairs(
+            splits[split]["cold"]
+        )
+    assert not set(dataset.train.indices.tolist()) & set(dataset.cold_items.tolist())
+    assert pairs(dataset.known) == set().union(*pieces)
+
+
+def test_cold_items_without_ratings_and_warm_items_without_training_stay_put():
+    # items 0..9; one user; cold fraction 0.2 picks 2 items; item 9 has no rating at all
+    users, items = np.zeros(9, dtype=np.int64), np.arange(9)
+    train, splits, cold = split_cold_start(users, items, (1, 10), seed=3)
+    assert len(cold) == 2
+    warm_without_train = set(range(10)) - set(cold.tolist()) - set(train.indices.tolist())
+    assert warm_without_train  # 7 warm ratings: 1 to val, 1 to test -> those items stay warm
+    assert not set(train.indices.tolist()) & set(cold.tolist())
+
+
+def test_split_is_seeded(tmp_path):
+    write_ml100k(tmp_path)
+    first, again, other = load(tmp_path, seed=1), load(tmp_path, seed=1), load(tmp_path, seed=2)
+    assert np.array_equal(first.cold_items, again.cold_items)
+    assert (first.train != again.train).nnz == 0
+    assert (
+        not np.array_equal(first.cold_items, other.cold_items) or (first.train != other.train).nnz
+    )
+
+
+def test_ids_titles_and_genres(tmp_path):
+    dataset = load(write_ml100k(tmp_path))
+    assert dataset.user_ids.tolist() == list(range(1, NUM_USERS + 1))
+    assert dataset.item_ids.tolist() == list(range(1, NUM_ITEMS + 1))
+    assert dataset.item_text[0] == "Café Society (1995). Genres: Drama."  # u.item is latin-1
+    assert dataset.item_text[1] == "The Usual Suspects (1995). Genres: Crime, Thriller."
+    assert (
+        dataset.features["genre"].shape == (NUM_ITEMS, 19) and dataset.features["genre"].sum() == 21
+    )
+
+
+def test_users_missing_from_u_user_are_dropped_with_a_note(tmp_path):
+    write_ml100k(tmp_path)
+    (tmp_path / "u.user").write_text(
+        "".join(f"{u}|30|M|other|00000\n" for u in range(1, NUM_USERS + 1))
+    )
+    with open(tmp_path / "u.data", "a") as file:
+        file.write(
+            "0\t1\t5\t883603013\t\n0\t2\t5\t883603013\n"
+        )  # trailing tab as in the shared copy
+    with pytest.warns(UserWarning, match="not in u.user"):
+        dataset = movielens.load(tmp_path, features=["genre"])
+    assert dataset.num_users == NUM_USERS
+    assert any("2 rating(s) by 1 user(s) not in u.user" in note for note in dataset.notes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ratings": "1\t1\t5\t1\n1\t99\t5\t1\n"}, r"u.data: item 99 is not in u.item"),
+        ({"ratings": "1\t1\t5\t1\n1\tx\t5\t1\n"}, r"u.data, line 2: expected 4 integers"),
+        ({"ratings": "1\t1\t5\n"}, r"u.data, line 1: expected 4 integers"),
+        ({"ratings": "\n"}, r"u.data: empty file"),
+        ({"extra_items": "21|Short|line\n"}, r"u.item, line 21: expected 'id\|title"),
+        (
+            {"extra_items": item_line(3, "Again", (1,)) + "\n"},
+            r"u.item, line 21: item 3 listed twice",
+        ),
+    ],
+)
+def test_malformed_input_is_a_data_error(tmp_path, kwargs, message):
+    with pytest.raises(DataError, match=message):
+        load(write_ml100k(tmp_path, **kwargs))
+
+
+def test_bad_options(tmp_path):
+    write_ml100k(tmp_path)
+    with pytest.raises(DataError, match="unknown option"):
+        load(tmp_path, colds=0.3)
+    with pytest.raises(DataError, match="cold_fraction must be between 0 and 1"):
+        load(tmp_path, cold_fraction=1.5)
+
+
+# ---------------------------------------------------------------------------------- shared data
+@pytest.fixture(scope="module")
+def ml100k():
+    return load(shared_path("ml-100k"), seed=0)
+
+
+def test_ml100k_counts(ml100k):
+    dataset = ml100k
+    assert dataset.num_users == 943 and dataset.num_items == 1682
+    total = dataset.train.nnz + sum(
+        dataset.splits[s][g].nnz for s in ("val", "test") for g in ("warm", "cold")
+    )
+    assert total == 100_000
+    assert len(dataset.cold_items) == 336  # round(0.2 * 1682)
+    val_cold, test_cold = (np.unique(dataset.splits[s]["cold"].indices) for s in ("val", "test"))
+    assert len(np.intersect1d(val_cold, test_cold)) == 0
+    assert dataset.features["genre"].shape == (1682, 19)
+
+
+def test_ml100k_is_deterministic_under_a_seed(ml100k):
+    again, other = load(shared_path("ml-100k"), seed=0), load(shared_path("ml-100k"), seed=1)
+    assert np.array_equal(again.cold_items, ml100k.cold_items)
+    assert (again.splits["test"]["warm"] != ml100k.splits["test"]["warm"]).nnz == 0
+    assert not np.array_equal(other.cold_items, ml100k.cold_items)
+
+
+# ---------------------------------------------------------------------------------- download
+def make_archive(root: Path, members: dict[str, bytes] | None = None) -> bytes:
+    if members is None:
+        source = write_ml100k(root / "source")
+        members = {f"ml-100k/{name}": (source / name).read_bytes() for name in ("u.data", "u.item")}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for name, content in members.items():
+            bundle.writestr(name, content)
+    return buffer.getvalue()
+
+
+def serve(monkeypatch, payload: bytes | Exception) -> list[str]:
+    """Make ``urlopen`` answer with ``payload``; returns the list of requested URLs."""
+    requested: list[str] = []
+
+    def fake_urlopen(url, timeout=None):
+        requested.append(url)
+        assert timeout is not None
+        if isinstance(payload, Exception):
+            raise payload
+        return io.BytesIO(payload)
+
+    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    return requested
+
+
+def test_download_verifies_unpacks_once_and_loads(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    requested = serve(monkeypatch, payload)
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert requested == [movielens.ML100K_URL] and movielens.detect(target)
+    assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []  # no leftovers
+    assert download_ml100k(target) == target and len(requested) == 1
+    assert load(target).num_items == NUM_ITEMS
+
+
+def test_resolve_data_path_downloads_into_the_cache(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    serve(monkeypatch, payload)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLDBREW_DATA", str(tmp_path / "empty"))
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+    assert resolve_data_path("ml-100k") == tmp_path / "cache" / "data" / "ml-100k"
+
+
+def test_checksum_mismatch_is_refused(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    serve(monkeypatch, payload)
+    actual = hashlib.sha256(payload).hexdigest()
+    with pytest.raises(
+        DataError, match=f"SHA-256 {actual} does not match the published {movielens.ML100K_SHA256}"
+    ):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_network_failure_explains_what_to_do(tmp_path, monkeypatch):
+    serve(monkeypatch, urllib.error.URLError("no route to host"))
+    with pytest.raises(DataError, match=r"download failed: .*no route to host.*set COLDBREW_DATA"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+
+
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ({"../evil": b"x"}, "unsafe path"),
+        ({"ml-100k/README": b"x"}, "no ml-100k/u.data and u.item"),
+    ],
+)
+def test_bad_archives_are_refused(tmp_path, monkeypatch, members, message):
+    payload = make_archive(tmp_path, members)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    serve(monkeypatch, payload)
+    with pytest.raises(DataError, match=message):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert not (tmp_path / "cache" / "ml-100k").exists()
+
+
+def test_not_a_zip_is_removed(tmp_path, monkeypatch):
+    payload = b"<html>maintenance</html>"
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    serve(monkeypatch, payload)
+    with pytest.raises(DataError, match="not a valid zip"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert not (tmp_path / "cache" / "ml-100k.zip").exists()
+
+
+def test_ml100k_through_load_dataset():
+    pytest.importorskip("coldbrew.data.clcrec_layout")
+    from coldbrew.data import load_dataset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dataset = load_dataset("ml-100k", features="genre", seed=0)
+    assert dataset.name == "ml-100k" and dataset.num_users == 943
