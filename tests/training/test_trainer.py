@@ -1,0 +1,126 @@
+"""The training loop end to end on synthetic data: learning, resume, non-finite loss, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from coldbrew import load_dataset
+from coldbrew.cli import main
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.training.run import evaluate_run, train
+from coldbrew.training.trainer import NonFiniteLoss
+
+FAST = {"data": "synthetic", "batch_size": 512, "num_neg": 16, "lr": 0.01, "quiet": True, "epochs": 4}
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return load_dataset("synthetic", seed=3)
+
+
+def test_training_beats_random_on_cold_items(dataset, tmp_path):
+    results = train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    cold = results["metrics"]["val"]["cold"]["recall@20"]
+    num_cold = len(dataset.cold_items)
+    # a random ranking of the cold items finds about 20 / num_cold of each user's positives
+    assert cold > 2 * 20 / num_cold
+    assert results["epochs_run"] == 4 and 1 <= results["best_epoch"] <= 4
+    assert set(results["metrics"]) == {"val", "test"}
+    assert set(results["metrics"]["test"]) == {"all", "warm", "cold"}
+    for key in ("train_seconds", "eval_seconds", "samples_per_second"):
+        assert results["timing"][key] > 0
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert on_disk["metrics"]["val"]["cold"]["ndcg@20"] == pytest.approx(results["metrics"]["val"]["cold"]["ndcg@20"])
+
+
+def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path):
+    straight = train(make_config(FAST), tmp_path / "straight", dataset=dataset)
+
+    def kill_after_second_epoch(state):
+        if state.epoch == 2:
+            raise KeyboardInterrupt  # the process dies right after epoch 2's checkpoint
+
+    with pytest.raises(KeyboardInterrupt):
+        train(make_config(FAST), tmp_path / "killed", dataset=dataset, on_epoch_end=kill_after_second_epoch)
+    assert not (tmp_path / "killed" / "results.json").exists()
+    resumed = train(make_config(FAST), tmp_path / "killed", dataset=dataset, resume=True)
+    assert resumed["epochs_run"] == 4
+    # CPU reductions may sum in another order between processes: equal to float precision
+    for split, groups in straight["metrics"].items():
+        for group, values in groups.items():
+            assert resumed["metrics"][split][group] == pytest.approx(values, rel=1e-5)
+    for mine, theirs in zip(resumed["history"], straight["history"], strict=True):
+        assert mine["losses"] == pytest.approx(theirs["losses"], rel=1e-5)
+
+
+def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(dataset, tmp_path, monkeypatch):
+    from coldbrew.models.clcrec import CLCRec
+
+    original = CLCRec.loss
+    calls = {"n": 0}
+    steps_per_epoch = -(-dataset.num_train // FAST["batch_size"])
+
+    def poisoned(self, batch):
+        output = original(self, batch)
+        calls["n"] += 1
+        if calls["n"] == steps_per_epoch + 2:  # epoch 2, step 2
+            output.total = output.total * float("nan")
+        return output
+
+    monkeypatch.setattr(CLCRec, "loss", poisoned)
+    with pytest.raises(NonFiniteLoss, match=r"epoch 2, step 2;"):
+        train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["stopped"] == "non_finite"
+    assert results["best_epoch"] == 1 and "val" in results["metrics"]
+    assert (tmp_path / "run" / "best.pt").exists()
+
+
+def test_early_stopping_uses_patience(dataset, tmp_path):
+    config = make_config({**FAST, "epochs": 50, "patience": 2, "lr": 1e-7})
+    results = train(config, tmp_path / "run", dataset=dataset)
+    assert results["stopped"] == "early_stop"
+    assert results["epochs_run"] == results["best_epoch"] + 2
+
+
+def test_cli_train_then_evaluate_end_to_end(tmp_path, capsys):
+    run = tmp_path / "cli"
+    code = main(["train", "--data", "synthetic", "--out", str(run), "--num_epoch=2", "--batch_size=512",
+                 "--num_neg=16", "--l_r=0.01", "--quiet"])
+    assert code == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--split", "test", "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    saved = json.loads((run / "results.json").read_text())
+    assert output["metrics"]["test"] == saved["metrics"]["test"]
+    assert set(output["metrics"]) == {"test"}
+
+
+def test_cli_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
+    assert main(["train", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("coldbrew: error: ") and error.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+    assert main(["train", "--data", "synthetic", "--out", str(tmp_path / "run"), "--num_sample=2"]) == 2
+    assert "num_sample" in capsys.readouterr().err
+    with pytest.raises(ColdbrewError, match="no checkpoint|not a coldbrew run"):
+        evaluate_run(tmp_path)
+
+
+def test_yaml_preset_with_flag_override(tmp_path):
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("num_neg: 8\nl_r: 0.02\nbatch_size: 256\nepochs: 1\nquiet: true\n")
+    run = tmp_path / "run"
+    assert main(["train", "--config", str(preset), "--data", "synthetic", "--out", str(run), "--num-neg", "4"]) == 0
+    saved = json.loads((run / "results.json").read_text())["config"]
+    assert (saved["num_neg"], saved["lr"], saved["batch_size"]) == (4, 0.02, 256)
+
+
+def test_state_dict_round_trip_scores_identically(dataset, tmp_path):
+    train(make_config({**FAST, "epochs": 1}), tmp_path / "run", dataset=dataset)
+    payload = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
+    assert {"model", "optimizer", "rng", "state", "config"} <= set(payload)
