@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m coldbrew.demo
+	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) -m coldbrew.demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q

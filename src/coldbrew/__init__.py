@@ -18,4 +18,11 @@ def evaluate_embeddings(dataset, user_vectors, item_vectors, split="val", ks=(10
     return _evaluate(dataset, user_vectors, item_vectors, split=split, ks=ks, **kwargs)
 
 
-__all__ = ["Dataset", "load_dataset", "evaluate_embeddings", "ColdbrewError", "DataError", "__version__"]
+def evaluate_scores(dataset, score_users, split="val", ks=(10, 20, 50), **kwargs):
+    """Full-ranking metrics from a ``score_users(users) -> [B, num_items]`` callable."""
+    from coldbrew.evaluation import evaluate_scores as _evaluate
+
+    return _evaluate(dataset, score_users, split=split, ks=ks, **kwargs)
+
+
+__all__ = ["Dataset", "load_dataset", "evaluate_embeddings", "evaluate_scores", "ColdbrewError", "DataError", "__version__"]

@@ -7,6 +7,9 @@ Examples:
   coldbrew train --data Data/movielens --trust-pickle --l_r=0.001 --num_neg=128 --has_v=True
   coldbrew evaluate --run runs/ml1m --split test
   coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
+  coldbrew doctor
+  coldbrew profile --data synthetic --batch-size 256 --steps 20
+  coldbrew tune --data synthetic --out fast.yaml --budget 60
 """
 
 from __future__ import annotations
@@ -83,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     from coldbrew.perf.bench import add_bench_parser
 
     add_bench_parser(commands)
+    from coldbrew.perf.diagnostics_cli import add_diagnostics_parsers
+
+    add_diagnostics_parsers(commands)
     return parser
 
 
@@ -126,9 +132,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_data(args: argparse.Namespace) -> int:
     if args.data_command == "convert":
+        from pathlib import Path
+
+        from coldbrew.data import resolve_data_path
         from coldbrew.data.clcrec_layout import convert
 
-        destination = convert(args.src, args.dst, trust_pickle=args.trust_pickle)
+        destination = convert(resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle)
         print(f"wrote {destination}")
         return 0
     from coldbrew.data import load_dataset
@@ -153,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             from coldbrew.perf.bench import run_bench
 
             return run_bench(args)
+        if args.command in ("doctor", "profile", "tune"):
+            from coldbrew.perf.diagnostics_cli import run_diagnostics
+
+            return run_diagnostics(args)
         return handlers[args.command](args)
     except ColdbrewError as error:
         print(f"coldbrew: error: {error}", file=sys.stderr)
