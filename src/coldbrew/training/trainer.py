@@ -93,6 +93,9 @@ class Trainer:
         device = self.runtime.device
         self.model = build_model(config.model, dataset, config).to(device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
+        # dynamic=False: the sampler's randint cannot take a symbolic batch size (a new batch size
+        # recompiles instead; an epoch has two: full batches and the last, shorter one)
+        self.sample_fn = torch.compile(self._sample, dynamic=False) if config.compile else self._sample
         self.step_fn = torch.compile(self._loss) if config.compile else self._loss
         coo = dataset.train.tocoo()
         self.train_users = torch.from_numpy(coo.row.astype(np.int64)).to(device)
@@ -107,26 +110,44 @@ class Trainer:
             self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=steps)
 
     # ------------------------------------------------------------------ one step
-    def _loss(self, users: torch.Tensor, positives: torch.Tensor):
-        negatives = self.sampler.sample(users, self.config.num_neg)  # (B, K)
+    # A step is four parts, kept apart so ``coldbrew profile`` can time each one:
+    # negatives (sampler), forward (loss), backward, optimizer.
+    def _sample(self, users: torch.Tensor) -> torch.Tensor:
+        return self.sampler.sample(users, self.config.num_neg)  # (B, K)
+
+    def _loss(self, users: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor):
         items = torch.cat([positives.unsqueeze(1), negatives], dim=1)  # (B, 1 + K)
         with self.runtime.autocast():
             output = self.model.loss(Batch(users=users, items=items))
         return output.total, output.terms
 
-    def train_step(self, users: torch.Tensor, positives: torch.Tensor):
-        self.optimizer.zero_grad(set_to_none=True)
-        total, terms = self.step_fn(users, positives)
+    def sample_negatives(self, users: torch.Tensor) -> torch.Tensor:
+        return self.sample_fn(users)
+
+    def forward(self, users: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor):
+        """(total loss, {term: value}) for a batch whose negatives are already drawn."""
+        return self.step_fn(users, positives, negatives)
+
+    def backward(self, total: torch.Tensor) -> None:
+        scaler = self.runtime.scaler
+        (total if scaler is None else scaler.scale(total)).backward()
+
+    def optimizer_step(self) -> None:
         scaler = self.runtime.scaler
         if scaler is None:
-            total.backward()
             self.optimizer.step()
         else:
-            scaler.scale(total).backward()
             scaler.step(self.optimizer)
             scaler.update()
         if self.scheduler is not None:
             self.scheduler.step()
+
+    def train_step(self, users: torch.Tensor, positives: torch.Tensor):
+        self.optimizer.zero_grad(set_to_none=True)
+        negatives = self.sample_negatives(users)
+        total, terms = self.forward(users, positives, negatives)
+        self.backward(total)
+        self.optimizer_step()
         return total.detach(), {name: value.detach() for name, value in terms.items()}
 
     # ------------------------------------------------------------------ one epoch
@@ -147,6 +168,7 @@ class Trainer:
             bad = ~torch.isfinite(total) & (first_bad_step < 0)
             first_bad_step = torch.where(bad, torch.full_like(first_bad_step, steps), first_bad_step)
             if steps % config.log_every == 0:
+                self._gpu_postfix(bar)
                 bar.update(min(count, start + config.batch_size) - bar.n)
         bar.update(count - bar.n)
         bar.close()
@@ -155,6 +177,17 @@ class Trainer:
             raise NonFiniteLoss(f"non-finite loss at epoch {epoch}, step {bad_step}; stopped training")
         self.state.samples_seen += count
         return {name: float(value) / steps for name, value in sums.items()}
+
+    def _gpu_postfix(self, bar) -> None:
+        """GPU utilisation and memory next to the bar's samples/s (NVML reads: no device sync)."""
+        device = self.runtime.device
+        if bar.disable or device.type != "cuda":
+            return
+        from coldbrew.perf.nvml import format_stats, gpu_stats
+
+        stats = gpu_stats(device.index if device.index is not None else torch.cuda.current_device())
+        if stats is not None:
+            bar.set_postfix_str(format_stats(stats), refresh=False)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self) -> dict:

@@ -1,0 +1,141 @@
+"""``coldbrew doctor|profile|tune``: parse, delegate to ``perf.doctor|profile|tune``, print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+EXAMPLES = {
+    "doctor": "Examples:\n  coldbrew doctor\n  coldbrew doctor --json > doctor.json",
+    "profile": "Examples:\n  coldbrew profile --data ml-1m-coldstart --features genre --model clcrec --steps 50\n"
+    "  coldbrew profile --data synthetic --batch-size 256 --trace step.json --json",
+    "tune": "Examples:\n  coldbrew tune --data ml-1m-coldstart --features genre --model clcrec --out configs/fast.yaml\n"
+    "  coldbrew train --config configs/fast.yaml --out runs/fast",
+}
+
+
+def add_diagnostics_parsers(commands) -> None:
+    from coldbrew.cli import add_config_options
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=help_text,
+            description=f"{help_text}.\n\n{EXAMPLES[name]}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    doctor = add(
+        "doctor",
+        "check this machine: versions, GPUs, torch.compile, copy, matmul and sampler speed",
+    )
+    doctor.add_argument(
+        "--seconds", type=float, default=0.5, help="time per throughput measurement (default 0.5)"
+    )
+    doctor.add_argument(
+        "--compile-timeout",
+        type=float,
+        default=45.0,
+        help="give up on the compile probe after this",
+    )
+    doctor.add_argument(
+        "--no-compile-check",
+        dest="compile_check",
+        action="store_false",
+        help="skip the compile probe",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+
+    profile = add("profile", "profile training steps and name the bottleneck")
+    profile.add_argument("--config", help="YAML preset; flags override it")
+    profile.add_argument("--steps", type=int, default=20, help="profiled steps (default 20)")
+    profile.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    profile.add_argument(
+        "--trace", metavar="FILE", help="write a Chrome trace (chrome://tracing, ui.perfetto.dev)"
+    )
+    profile.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_options(profile)
+
+    tune = add("tune", "find the fastest batch size (and --compile) that fits; write a YAML preset")
+    tune.add_argument("--config", help="YAML preset to start from; flags override it")
+    tune.add_argument("--out", required=True, metavar="FILE.yaml", help="preset to write")
+    tune.add_argument(
+        "--budget", type=float, default=120.0, help="seconds for the whole search (default 120)"
+    )
+    tune.add_argument(
+        "--no-compile-search",
+        dest="compile_search",
+        action="store_false",
+        help="do not try --compile",
+    )
+    tune.add_argument(
+        "--scale-lr", action="store_true", help="write the square-root-scaled learning rate too"
+    )
+    tune.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_options(tune)
+
+
+def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
+    """(YAML preset, command-line flags) as given by the user."""
+    from coldbrew.config import FIELDS, load_yaml
+
+    preset = load_yaml(args.config) if args.config else {}
+    return preset, {key: value for key, value in vars(args).items() if key in FIELDS}
+
+
+def doctor_report(args: argparse.Namespace, started: float) -> dict:
+    from coldbrew.perf.doctor import run_doctor
+
+    return run_doctor(
+        seconds=args.seconds, check_compile=args.compile_check, compile_timeout=args.compile_timeout
+    )
+
+
+def profile_report(args: argparse.Namespace, started: float) -> dict:
+    from coldbrew.config import make_config
+    from coldbrew.errors import ColdbrewError
+    from coldbrew.perf.profile import profile_training
+    from coldbrew.training.run import load_run_dataset
+
+    if args.steps < 1:
+        raise ColdbrewError("--steps must be at least 1")
+    config = make_config(*config_layers(args))
+    return profile_training(
+        config, load_run_dataset(config), steps=args.steps, trace=args.trace, warmup=args.warmup
+    )
+
+
+def tune_report(args: argparse.Namespace, started: float) -> dict:
+    from coldbrew.config import make_config
+    from coldbrew.perf.tune import tune
+    from coldbrew.training.run import load_run_dataset
+
+    layers = config_layers(args)
+    config = make_config(*layers)
+    return tune(
+        config,
+        load_run_dataset(config),
+        Path(args.out),
+        budget=args.budget,
+        search_compile=args.compile_search,
+        scale_lr=args.scale_lr,
+        layers=layers,
+        started=started,
+    )
+
+
+def run_diagnostics(args: argparse.Namespace) -> int:
+    """Run ``doctor``, ``profile`` or ``tune``; print a table or one JSON object. 1 if tune wrote nothing."""
+    started = time.perf_counter()
+    report = {"doctor": doctor_report, "profile": profile_report, "tune": tune_report}[
+        args.command
+    ](args, started)
+    if args.json:
+        print(json.dumps(report, default=str))
+    else:
+        from coldbrew.perf import tables
+
+        print(getattr(tables, f"{args.command}_table")(report))
+    return 1 if args.command == "tune" and not report["out"] else 0

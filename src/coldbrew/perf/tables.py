@@ -1,0 +1,162 @@
+"""The readable tables of ``coldbrew doctor``, ``profile`` and ``tune`` (``--json`` prints the dicts)."""
+
+from __future__ import annotations
+
+from coldbrew.perf.profile import PHASES
+
+
+def _amount(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f}{prefix}{unit}"
+    return f"{value:.1f}{unit}"
+
+
+def doctor_table(report: dict) -> str:
+    """The report as an aligned two-column table."""
+    v, cpu = report["versions"], report["cpu"]
+    rows = [
+        ("python", v["python"]),
+        (
+            "torch",
+            f"{v['torch']} (CUDA build {v['cuda_build'] or 'none'}, cuDNN {v['cudnn'] or 'none'}"
+            + (f", driver {v['driver']})" if v["driver"] else ")"),
+        ),
+        (
+            "cpu",
+            f"{cpu['processor']}, {cpu['cores']} cores ({cpu['usable_cores']} usable), "
+            f"torch threads {cpu['torch_threads']}"
+            + (f", load {cpu['load_average']:.1f}" if cpu["load_average"] is not None else ""),
+        ),
+        (
+            "memory",
+            f"{_amount(cpu['memory_total_bytes'], 'B')} total, {_amount(cpu['memory_available_bytes'], 'B')} available",
+        ),
+    ]
+    for gpu in report["gpus"]:
+        rows.append(
+            (
+                f"gpu {gpu['index']}",
+                f"{gpu['name']}, {_amount(gpu['memory_bytes'], 'B')}, compute {gpu['compute_capability']}, "
+                f"bf16 {'yes' if gpu['bf16'] else 'no'}, tf32 {'yes' if gpu['tf32'] else 'no'}",
+            )
+        )
+    if not report["gpus"]:
+        rows.append(("gpu", report["gpu_note"]))
+    compiled = report["compile"]
+    if compiled.get("skipped"):
+        rows.append(("torch.compile", "not checked"))
+    elif compiled["works"]:
+        rows.append(
+            (
+                "torch.compile",
+                f"works: a tiny function compiled and ran in {compiled['compile_seconds']:.1f}s "
+                f"({compiled['seconds']:.1f}s with the process start)",
+            )
+        )
+    else:
+        rows.append(
+            ("torch.compile", f"FAILS after {compiled['seconds']:.1f}s: {compiled['error']}")
+        )
+    copy = report["copy"]
+    rows.append(
+        (
+            "copy host->gpu",
+            f"pinned {copy['pinned_gb_per_s']:.1f} GB/s, pageable {copy['pageable_gb_per_s']:.1f} GB/s"
+            if copy
+            else "no GPU",
+        )
+    )
+    rows.append(
+        (
+            "matmul",
+            ", ".join(
+                f"{name} {_amount(value * 1e9 if value else None, 'FLOP/s')}"
+                for name, value in report["matmul_gflops"].items()
+            ),
+        )
+    )
+    for device, result in report["sampler"].items():
+        text = (
+            "failed"
+            if result is None
+            else (
+                f"{_amount(result['rows_per_second'])} rows/s, {_amount(result['negatives_per_second'])} "
+                f"negatives/s (batch {result['batch']} x {result['num_neg']})"
+            )
+        )
+        rows.append((f"sampler ({device})", text))
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    lines += [f"note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+def profile_table(report: dict) -> str:
+    lines = [
+        f"{report['model']} on {report['device']}, {report['precision']}, batch {report['batch_size']}, "
+        f"{report['num_neg']} negatives, compile {'on' if report['compile'] else 'off'}, {report['steps']} steps",
+        f"{'phase':<12}{'ms/step':>10}{'share':>8}",
+    ]
+    for name in PHASES:
+        lines.append(
+            f"{name:<12}{report['phase_seconds'][name] * 1e3:>10.2f}{report['fractions'][name]:>8.0%}"
+        )
+    lines.append(
+        f"{'step':<12}{report['step_seconds'] * 1e3:>10.2f}   (plain steps, no syncs between parts)"
+    )
+    lines.append(f"samples/s   {report['samples_per_second']:,.0f}")
+    if report["batch_scaling"]:
+        lines.append(
+            f"batch {report['batch_scaling']['batch_size']:<6}{report['batch_scaling']['samples_per_second']:,.0f} samples/s"
+        )
+    if report["eval_seconds"] is not None:
+        lines.append(
+            f"evaluation  {report['eval_seconds']:.3f}s per validation pass; training epoch ~{report['epoch_seconds_estimate']:.3f}s"
+        )
+    if report["syncs_per_step"] is not None:
+        lines.append(
+            f"host syncs  {report['syncs_per_step']:.1f} per step; GPU busy {report['device_busy_fraction']:.0%} of the step"
+        )
+    if report["gpu"]:
+        gpu = report["gpu"]
+        lines.append(
+            f"nvml        utilisation {gpu['utilization_mean_percent']:.0f}% mean, memory {gpu['memory_used_max_bytes'] / 2**30:.1f} GiB max"
+        )
+    lines.append(
+        "top ops     "
+        + ", ".join(f"{op['name']} {op['self_ms']:.1f}ms" for op in report["top_operators"][:3])
+    )
+    if report["trace"]:
+        lines.append(f"trace       {report['trace']} (open in chrome://tracing or ui.perfetto.dev)")
+    lines.append(f"verdict     {report['verdict']}")
+    lines += [f"also        {finding}" for finding in report["findings"][1:]]
+    return "\n".join(lines)
+
+
+def tune_table(report: dict) -> str:
+    lines = [
+        f"tune on {report['device']} (budget {report['budget_seconds']:g}s, given batch {report['given_batch_size']})",
+        f"{'batch':>8}  {'compile':7}  {'samples/s':>12}  {'step ms':>9}  {'peak mem':>9}  note",
+    ]
+    for c in report["candidates"]:
+        memory = f"{c['peak_memory_bytes'] / 2**30:.2f}G" if c["peak_memory_bytes"] else "-"
+        rate = f"{c['samples_per_second']:,.0f}" if c["fits"] else "-"
+        step = f"{c['step_seconds'] * 1e3:.1f}" if c["fits"] else "-"
+        lines.append(
+            f"{c['batch_size']:>8}  {'on' if c['compile'] else 'off':7}  {rate:>12}  {step:>9}  {memory:>9}  {c['note']}"
+        )
+    best = report["best"]
+    if best:
+        lines.append(
+            f"best: batch {best['batch_size']}, compile {'on' if best['compile'] else 'off'}: "
+            f"{best['samples_per_second']:,.0f} samples/s"
+        )
+    lines += report["notes"] + ([report["lr_warning"]] if report["lr_warning"] else [])
+    if report["out"]:
+        lines.append(
+            f"wrote {report['out']}; use it with: coldbrew train --config {report['out']} --out RUN_DIR"
+        )
+    return "\n".join(lines)
