@@ -41,6 +41,8 @@ class TrainConfig:
     temp_value: float = 2.0
     num_sample: float = 0.5
     mix_mode: str = "original"
+    neighbor_loss: bool = False  # third term: neighbors' ID embeddings <-> their items' content
+    neighbor_weight: float = 0.1
     has_v: bool | None = None
     has_a: bool | None = None
     has_t: bool | None = None
@@ -87,6 +89,7 @@ class TrainConfig:
             (self.temp_value > 0, "temp_value must be positive"),
             (0.0 <= self.num_sample <= 1.0, "num_sample must be in [0, 1]"),
             (0.0 <= self.lr_lambda <= 1.0, "lr_lambda must be in [0, 1]"),
+            (0.0 <= self.neighbor_weight < float("inf"), "neighbor_weight must be a finite number >= 0"),
             (self.patience > 0, "patience must be positive"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision must be auto|fp32|bf16|fp16"),
             (self.lr_schedule in ("constant", "cosine"), "lr_schedule must be constant|cosine"),

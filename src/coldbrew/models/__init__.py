@@ -9,7 +9,11 @@ from coldbrew.models.base import Batch, LossOutput, Recommender
 def build_model(name: str, dataset, config) -> Recommender:
     if name == "clcrec":
         from coldbrew.models.clcrec import CLCRec
+        from coldbrew.models.neighbors import NeighborGraph
 
+        neighbors = None
+        if config.neighbor_loss:
+            neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
         return CLCRec.from_dataset(
             dataset,
             dim=config.dim,
@@ -19,6 +23,8 @@ def build_model(name: str, dataset, config) -> Recommender:
             temp_value=config.temp_value,
             num_sample=config.num_sample,
             mix_mode=config.mix_mode,
+            neighbors=neighbors,
+            neighbor_weight=config.neighbor_weight,
         )
     raise ColdbrewError(f"unknown model {name!r}; available: clcrec")
 

@@ -15,9 +15,13 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
 * ``num_sample``: the original draws ``num_sample × rows`` row indices *with replacement*, so
   about 1 − e^(−0.5) ≈ 39 % of rows use content at 0.5. ``mix_mode="original"`` (default)
   reproduces that; ``mix_mode="bernoulli"`` replaces each row with probability ``num_sample``.
+* Optional third term (not in the original), ``neighbors=NeighborGraph``: ``neighbor_weight`` ×
+  InfoNCE(mean ID embedding of a user's neighbors ↔ mean content embedding of the items they
+  share), reported as ``"neighbor"``; see ``coldbrew.models.neighbors``.
 
-Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``),
-and every ``(B, 1+K, dim)`` gather is shared by both loss terms.
+Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
+with the neighbor term, the users' common items join that one call), and every
+``(B, 1+K, dim)`` gather is shared by both loss terms.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from torch import nn
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
+from coldbrew.models.neighbors import NeighborGraph
 
 WORD_DIM = 128
 DENSE_RATIO = 32  # dense scoring while distinct items <= 32 x (1 + K); see scores_dense
@@ -117,6 +122,8 @@ class CLCRec(Recommender):
         num_sample: float = 0.5,
         mix_mode: str = "original",
         scoring: str = "auto",
+        neighbors: NeighborGraph | None = None,
+        neighbor_weight: float = 0.1,
     ):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
@@ -134,6 +141,7 @@ class CLCRec(Recommender):
         cold_mask = torch.zeros(num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask)
+        self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
 
     @classmethod
     def from_dataset(cls, dataset: Dataset, **options) -> CLCRec:
@@ -152,7 +160,12 @@ class CLCRec(Recommender):
 
     def loss(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
-        distinct, inverse = distinct_items(items, self.num_items, trim=items.device.type == "cpu")
+        encoded = items.reshape(-1)
+        if self.neighbors is not None:  # the term's users (N,) and their common items (N, C)
+            step_users, valid, common = self.neighbors.step(users)
+            encoded = torch.cat([encoded, common.reshape(-1)])  # (B·(1 + K) + N·C,)
+        distinct, inverse = distinct_items(encoded, self.num_items, trim=items.device.type == "cpu")
+        inverse, common_inverse = inverse[: items.numel()].view(items.shape), inverse[items.numel() :]
         content = self.encoder(distinct)  # (n, D): each distinct item encoded once
         item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
@@ -171,6 +184,10 @@ class CLCRec(Recommender):
             + self.reg_weight * regularizer
         )
         terms = {"item_content": item_content, "user_item": user_item, "reg": regularizer}
+        if self.neighbors is not None:
+            common_content = content[common_inverse.view(common.shape)]  # (N, C, D)
+            terms["neighbor"] = self.neighbors.loss(step_users, valid, self.user_embedding, common_content, self.temp_value)
+            total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
 
     def use_dense_scores(self, num_distinct: int, row_width: int) -> bool:

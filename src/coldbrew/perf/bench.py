@@ -32,6 +32,7 @@ def add_bench_parser(commands) -> None:
     bench.add_argument("--device", default="auto")
     bench.add_argument("--precision", default="auto")
     bench.add_argument("--compile", action="store_true")
+    bench.add_argument("--neighbor-loss", action="store_true", help="train with the neighbor-graph term (precomputed first, untimed)")
     bench.add_argument("--seed", type=int, default=1)
     bench.add_argument("--json", action="store_true", help="print only the JSON line")
 
@@ -56,6 +57,7 @@ def run_bench(args: argparse.Namespace) -> int:
     config = make_config({
         "data": args.data, "model": args.model, "num_neg": args.num_neg, "batch_size": args.batch_size,
         "device": args.device, "precision": args.precision, "compile": args.compile, "seed": args.seed, "quiet": True,
+        "neighbor_loss": getattr(args, "neighbor_loss", False),
     })
     trainer = Trainer(config, dataset)
     device = trainer.runtime.device
@@ -97,6 +99,7 @@ def run_bench(args: argparse.Namespace) -> int:
         "device": device_name(device),
         "precision": trainer.runtime.precision,
         "compile": config.compile,
+        "neighbor_loss": config.neighbor_loss,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
