@@ -232,7 +232,10 @@ class Trainer:
                 state.best_score, state.best_epoch, state.epochs_without_improvement = score, state.epoch, 0
             else:
                 state.epochs_without_improvement += 1
-            state.history.append({"epoch": state.epoch, "losses": losses, "val": metrics})
+            state.history.append({
+                "epoch": state.epoch, "losses": losses, "val": metrics,
+                "train_seconds": state.train_seconds, "eval_seconds": state.eval_seconds,
+            })
             log(self._epoch_line(losses, metrics, improved))
             if improved:
                 self.save(BEST)
