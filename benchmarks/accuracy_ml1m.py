@@ -25,11 +25,23 @@ ORIGINAL_SECONDS = 3000.0
 
 def main() -> int:
     extra = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-    os.environ.setdefault("COLDBREW_DATA", str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+    os.environ.setdefault(
+        "COLDBREW_DATA", str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+    )
     from coldbrew.cli import main as cli
 
     run = Path(tempfile.mkdtemp(prefix="coldbrew-acc-")) / "run"
-    argv = ["train", "--data", "ml-1m-coldstart", "--features", "genre,text", "--out", str(run), "--quiet", *extra]
+    argv = [
+        "train",
+        "--data",
+        "ml-1m-coldstart",
+        "--features",
+        "genre,text",
+        "--out",
+        str(run),
+        "--quiet",
+        *extra,
+    ]
     if cli(argv) != 0:
         return 1
     results = json.loads((run / "results.json").read_text())
@@ -40,23 +52,29 @@ def main() -> int:
             break
     seconds = None if reached is None else reached["train_seconds"] + reached["eval_seconds"]
     best = results["metrics"]["val"]["cold"]
-    print(json.dumps({
-        "benchmark": "accuracy_ml1m",
-        "args": extra,
-        "best_epoch": results["best_epoch"],
-        "epochs_run": results["epochs_run"],
-        "val_cold_recall@20": best["recall@20"],
-        "val_cold_ndcg@20": best["ndcg@20"],
-        "reference_recall@20": REFERENCE_RECALL,
-        "reached_reference_at_epoch": None if reached is None else reached["epoch"],
-        "seconds_to_reference": seconds,
-        "fraction_of_original_time": None if seconds is None else seconds / ORIGINAL_SECONDS,
-        "train_seconds": results["timing"]["train_seconds"],
-        "eval_seconds": results["timing"]["eval_seconds"],
-        "samples_per_second": results["timing"]["samples_per_second"],
-        "device": results["device"],
-        "date": datetime.date.today().isoformat(),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "accuracy_ml1m",
+                "args": extra,
+                "best_epoch": results["best_epoch"],
+                "epochs_run": results["epochs_run"],
+                "val_cold_recall@20": best["recall@20"],
+                "val_cold_ndcg@20": best["ndcg@20"],
+                "reference_recall@20": REFERENCE_RECALL,
+                "reached_reference_at_epoch": None if reached is None else reached["epoch"],
+                "seconds_to_reference": seconds,
+                "fraction_of_original_time": None
+                if seconds is None
+                else seconds / ORIGINAL_SECONDS,
+                "train_seconds": results["timing"]["train_seconds"],
+                "eval_seconds": results["timing"]["eval_seconds"],
+                "samples_per_second": results["timing"]["samples_per_second"],
+                "device": results["device"],
+                "date": datetime.date.today().isoformat(),
+            }
+        )
+    )
     return 0
 
 

@@ -29,14 +29,27 @@ from coldbrew.perf.bench import random_features  # noqa: E402
 
 
 def coldbrew_bench(what: str, args) -> dict:
-    from coldbrew.cli import main
-
     import contextlib
     import io
 
+    from coldbrew.cli import main
+
     buffer = io.StringIO()
-    argv = ["bench", what, "--data", args.data, "--num-neg", str(args.num_neg), "--batch-size", str(args.batch_size),
-            "--feature-dims", args.feature_dims, "--seconds", str(args.seconds), "--json"]
+    argv = [
+        "bench",
+        what,
+        "--data",
+        args.data,
+        "--num-neg",
+        str(args.num_neg),
+        "--batch-size",
+        str(args.batch_size),
+        "--feature-dims",
+        args.feature_dims,
+        "--seconds",
+        str(args.seconds),
+        "--json",
+    ]
     if args.trust_pickle:
         argv.append("--trust-pickle")
     with contextlib.redirect_stdout(buffer):
@@ -45,42 +58,102 @@ def coldbrew_bench(what: str, args) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", default="clcrec-movielens")
     parser.add_argument("--trust-pickle", action="store_true", default=True)
     parser.add_argument("--feature-dims", default="2048,128,100")
     parser.add_argument("--num-neg", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--original-batch-size", type=int, default=256)
-    parser.add_argument("--original-workers", type=int, default=1, help="DataLoader workers for the original (its default is 1)")
+    parser.add_argument(
+        "--original-workers",
+        type=int,
+        default=1,
+        help="DataLoader workers for the original (its default is 1)",
+    )
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     if "COLDBREW_DATA" not in os.environ:
-        os.environ["COLDBREW_DATA"] = str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+        os.environ["COLDBREW_DATA"] = str(
+            Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+        )
     dataset = load_dataset(args.data, trust_pickle=args.trust_pickle, features=[])
     features = list(random_features(dataset.num_items, args.feature_dims, seed=1).values())
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    common = {"dataset": dataset.name, "num_neg": args.num_neg, "feature_dims": args.feature_dims,
-              "threads": torch.get_num_threads(), "date": date}
+    common = {
+        "dataset": dataset.name,
+        "num_neg": args.num_neg,
+        "feature_dims": args.feature_dims,
+        "threads": torch.get_num_threads(),
+        "date": date,
+    }
 
     original_sampler = time_original_sampler(dataset, args.num_neg, args.seconds)
     ours_sampler = coldbrew_bench("sample", args)
-    original_train = time_original_training(dataset, features, args.num_neg, args.original_batch_size, args.seconds, args.original_workers)
+    original_train = time_original_training(
+        dataset,
+        features,
+        args.num_neg,
+        args.original_batch_size,
+        args.seconds,
+        args.original_workers,
+    )
     ours_train = coldbrew_bench("train", args)
     rows = [
-        {"measure": "sampler", "impl": "original", "samples_per_second": original_sampler, **common},
-        {"measure": "sampler", "impl": "coldbrew", **{k: ours_sampler[k] for k in ("samples_per_second", "batch_size", "device", "peak_memory_bytes")}, **common},
-        {"measure": "train", "impl": "original", "batch_size": args.original_batch_size, "workers": args.original_workers, **original_train, **common},
-        {"measure": "train", "impl": "coldbrew", **{k: ours_train[k] for k in ("samples_per_second", "batch_size", "device", "peak_memory_bytes", "epoch_seconds_estimate")}, **common},
+        {
+            "measure": "sampler",
+            "impl": "original",
+            "samples_per_second": original_sampler,
+            **common,
+        },
+        {
+            "measure": "sampler",
+            "impl": "coldbrew",
+            **{
+                k: ours_sampler[k]
+                for k in ("samples_per_second", "batch_size", "device", "peak_memory_bytes")
+            },
+            **common,
+        },
+        {
+            "measure": "train",
+            "impl": "original",
+            "batch_size": args.original_batch_size,
+            "workers": args.original_workers,
+            **original_train,
+            **common,
+        },
+        {
+            "measure": "train",
+            "impl": "coldbrew",
+            **{
+                k: ours_train[k]
+                for k in (
+                    "samples_per_second",
+                    "batch_size",
+                    "device",
+                    "peak_memory_bytes",
+                    "epoch_seconds_estimate",
+                )
+            },
+            **common,
+        },
     ]
     for row in rows:
         print(json.dumps(row))
-    print(json.dumps({
-        "summary": "coldbrew / original",
-        "sampler_speedup": ours_sampler["samples_per_second"] / original_sampler,
-        "train_speedup": ours_train["samples_per_second"] / original_train["samples_per_second"],
-        **common,
-    }))
+    print(
+        json.dumps(
+            {
+                "summary": "coldbrew / original",
+                "sampler_speedup": ours_sampler["samples_per_second"] / original_sampler,
+                "train_speedup": ours_train["samples_per_second"]
+                / original_train["samples_per_second"],
+                **common,
+            }
+        )
+    )
     return 0
 
 

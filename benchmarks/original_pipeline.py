@@ -25,7 +25,9 @@ from torch.utils.data import Dataset as TorchDataset
 
 
 class OriginalTrainingDataset(TorchDataset):
-    def __init__(self, pairs: np.ndarray, user_items: dict[int, set], warm_items: np.ndarray, num_neg: int):
+    def __init__(
+        self, pairs: np.ndarray, user_items: dict[int, set], warm_items: np.ndarray, num_neg: int
+    ):
         self.pairs = pairs
         self.user_items = user_items
         self.all_set = set(int(i) for i in warm_items)
@@ -37,17 +39,37 @@ class OriginalTrainingDataset(TorchDataset):
     def __getitem__(self, index):
         user, positive = self.pairs[index]
         negatives = random.sample(list(self.all_set - set(self.user_items[user])), self.num_neg)
-        return torch.LongTensor([user] * (self.num_neg + 1)), torch.LongTensor([positive] + negatives)
+        return torch.LongTensor([user] * (self.num_neg + 1)), torch.LongTensor(
+            [positive] + negatives
+        )
 
 
 class OriginalCLCRec(nn.Module):
     """The original forward: one ``(users + items, D)`` ID table; items offset by num_users."""
 
-    def __init__(self, num_users, num_items, features, dim=64, num_neg=128, lr_lambda=0.5, reg_weight=0.1, temp_value=2.0, num_sample=0.5):
+    def __init__(
+        self,
+        num_users,
+        num_items,
+        features,
+        dim=64,
+        num_neg=128,
+        lr_lambda=0.5,
+        reg_weight=0.1,
+        temp_value=2.0,
+        num_sample=0.5,
+    ):
         super().__init__()
         self.num_users, self.num_neg = num_users, num_neg
-        self.lr_lambda, self.reg_weight, self.temp_value, self.num_sample = lr_lambda, reg_weight, temp_value, num_sample
-        self.id_embedding = nn.Parameter(nn.init.xavier_normal_(torch.rand(num_users + num_items, dim)))
+        self.lr_lambda, self.reg_weight, self.temp_value, self.num_sample = (
+            lr_lambda,
+            reg_weight,
+            temp_value,
+            num_sample,
+        )
+        self.id_embedding = nn.Parameter(
+            nn.init.xavier_normal_(torch.rand(num_users + num_items, dim))
+        )
         self.features = torch.cat([F.normalize(f, dim=1) for f in features], dim=1)
         self.encoder_layer1 = nn.Linear(self.features.shape[1], 256)
         self.encoder_layer2 = nn.Linear(256, dim)
@@ -56,7 +78,9 @@ class OriginalCLCRec(nn.Module):
         return self.encoder_layer2(F.leaky_relu(self.encoder_layer1(self.features)))
 
     def contrastive(self, anchor, candidates):
-        score = torch.exp(torch.sum(anchor * candidates, dim=1) / self.temp_value).view(-1, 1 + self.num_neg)
+        score = torch.exp(torch.sum(anchor * candidates, dim=1) / self.temp_value).view(
+            -1, 1 + self.num_neg
+        )
         return (-torch.log(score[:, 0] / torch.sum(score, dim=1))).mean()
 
     def loss(self, user_tensor, item_tensor):
@@ -83,7 +107,10 @@ def original_inputs(dataset) -> tuple[np.ndarray, dict[int, set], np.ndarray]:
     coo = dataset.train.tocoo()
     pairs = np.stack([coo.row, coo.col + offset], axis=1).astype(np.int64)
     known = dataset.exclusion_matrix()
-    user_items = {u: set((known.indices[known.indptr[u] : known.indptr[u + 1]] + offset).tolist()) for u in range(dataset.num_users)}
+    user_items = {
+        u: set((known.indices[known.indptr[u] : known.indptr[u + 1]] + offset).tolist())
+        for u in range(dataset.num_users)
+    }
     return pairs, user_items, dataset.warm_items + offset
 
 
@@ -100,12 +127,25 @@ def time_original_sampler(dataset, num_neg: int, seconds: float, seed: int = 1) 
     return count / (time.perf_counter() - started)
 
 
-def time_original_training(dataset, features, num_neg: int, batch_size: int, seconds: float, num_workers: int, seed: int = 1) -> dict:
+def time_original_training(
+    dataset,
+    features,
+    num_neg: int,
+    batch_size: int,
+    seconds: float,
+    num_workers: int,
+    seed: int = 1,
+) -> dict:
     """End-to-end samples/s of the original loop: DataLoader + full encode + ``.item()`` per step."""
     random.seed(seed)
     torch.manual_seed(seed)
     pairs, user_items, warm = original_inputs(dataset)
-    loader = DataLoader(OriginalTrainingDataset(pairs, user_items, warm, num_neg), batch_size, shuffle=True, num_workers=num_workers)
+    loader = DataLoader(
+        OriginalTrainingDataset(pairs, user_items, warm, num_neg),
+        batch_size,
+        shuffle=True,
+        num_workers=num_workers,
+    )
     model = OriginalCLCRec(dataset.num_users, dataset.num_items, features, num_neg=num_neg)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     steps, samples, started = 0, 0, None

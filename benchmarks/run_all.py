@@ -26,14 +26,18 @@ QUICK = [
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="short timings, no accuracy run")
     args = parser.parse_args()
     failed = 0
     with open(HERE / "results.jsonl", "a") as results:
         for script, *options in QUICK if args.quick else STANDARD:
             print(f"== {script} {' '.join(options)}", flush=True)
-            run = subprocess.run([sys.executable, str(HERE / script), *options], capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, str(HERE / script), *options], capture_output=True, text=True
+            )
             lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
             for line in lines:
                 print(line)

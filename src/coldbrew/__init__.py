@@ -8,7 +8,9 @@ from coldbrew.data import Dataset, load_dataset  # noqa: E402
 from coldbrew.errors import ColdbrewError, DataError  # noqa: E402
 
 
-def evaluate_embeddings(dataset, user_vectors, item_vectors, split="val", ks=(10, 20, 50), **kwargs):
+def evaluate_embeddings(
+    dataset, user_vectors, item_vectors, split="val", ks=(10, 20, 50), **kwargs
+):
     """Full-ranking metrics for any ``[num_users, d]`` × ``[num_items, d]`` vectors.
 
     Returns ``{group: {"recall@20": ..., ...}}`` for every group the split has.
@@ -25,4 +27,12 @@ def evaluate_scores(dataset, score_users, split="val", ks=(10, 20, 50), **kwargs
     return _evaluate(dataset, score_users, split=split, ks=ks, **kwargs)
 
 
-__all__ = ["Dataset", "load_dataset", "evaluate_embeddings", "evaluate_scores", "ColdbrewError", "DataError", "__version__"]
+__all__ = [
+    "Dataset",
+    "load_dataset",
+    "evaluate_embeddings",
+    "evaluate_scores",
+    "ColdbrewError",
+    "DataError",
+    "__version__",
+]

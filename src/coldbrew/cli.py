@@ -41,10 +41,16 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     defaults = TrainConfig()
     for field in dataclasses.fields(TrainConfig):
         name = field.name
-        flags = sorted({f"--{name.replace('_', '-')}", f"--{name}"} | {f"--{a}" for a in aliases.get(name, [])})
+        flags = sorted(
+            {f"--{name.replace('_', '-')}", f"--{name}"} | {f"--{a}" for a in aliases.get(name, [])}
+        )
         default = getattr(defaults, name)
         kind = field.type if isinstance(field.type, str) else field.type.__name__
-        options: dict = {"dest": name, "default": argparse.SUPPRESS, "help": f"(default: {default})"}
+        options: dict = {
+            "dest": name,
+            "default": argparse.SUPPRESS,
+            "help": f"(default: {default})",
+        }
         if kind.startswith("bool"):
             options.update(type=parse_bool, nargs="?", const=True, metavar="BOOL")
         elif kind.startswith("int"):
@@ -55,29 +61,45 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    data = commands.add_parser("data", help="inspect or convert datasets").add_subparsers(dest="data_command", required=True)
+    data = commands.add_parser("data", help="inspect or convert datasets").add_subparsers(
+        dest="data_command", required=True
+    )
     info = data.add_parser("info", help="load a dataset and print its statistics")
     info.add_argument("data", help="directory or name (ml-100k, ml-1m-coldstart, synthetic)")
     info.add_argument("--features", default=None, help="modalities to load, e.g. genre,text")
-    info.add_argument("--trust-pickle", action="store_true", help="allow the original CLCRec pickled .npy files")
+    info.add_argument(
+        "--trust-pickle", action="store_true", help="allow the original CLCRec pickled .npy files"
+    )
     info.add_argument("--json", action="store_true")
-    convert = data.add_parser("convert", help="rewrite a CLCRec-layout dataset in a pickle-free format")
+    convert = data.add_parser(
+        "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
+    )
     convert.add_argument("src")
     convert.add_argument("dst")
-    convert.add_argument("--trust-pickle", action="store_true", help="required: the source files are pickles")
+    convert.add_argument(
+        "--trust-pickle", action="store_true", help="required: the source files are pickles"
+    )
 
-    train = commands.add_parser("train", help="train a model", description="Train a model; writes RUN_DIR/results.json.")
+    train = commands.add_parser(
+        "train", help="train a model", description="Train a model; writes RUN_DIR/results.json."
+    )
     train.add_argument("--out", help="run directory (created; must be empty)")
     train.add_argument("--config", help="YAML preset; flags override it")
-    train.add_argument("--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint")
+    train.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue a killed run from its last checkpoint"
+    )
     add_config_options(train)
 
     evaluate = commands.add_parser("evaluate", help="evaluate a run's best checkpoint")
     evaluate.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
-    evaluate.add_argument("--data", default=None, help="evaluate on other data (default: the run's own)")
+    evaluate.add_argument(
+        "--data", default=None, help="evaluate on other data (default: the run's own)"
+    )
     evaluate.add_argument("--split", choices=["val", "test"], action="append", help="default: both")
     evaluate.add_argument("--device", default="auto")
     evaluate.add_argument("--trust-pickle", action="store_true", default=None)
@@ -103,7 +125,9 @@ def run_train(args: argparse.Namespace) -> int:
     from coldbrew.config import load_yaml, make_config
     from coldbrew.training.run import train
 
-    overrides = {k: v for k, v in vars(args).items() if k not in ("command", "out", "config", "resume")}
+    overrides = {
+        k: v for k, v in vars(args).items() if k not in ("command", "out", "config", "resume")
+    }
     preset = load_yaml(args.config) if args.config else {}
     config = make_config(preset, overrides)
     run_dir = args.resume or args.out
@@ -113,16 +137,24 @@ def run_train(args: argparse.Namespace) -> int:
     if not config.quiet:
         print_metrics_table(results["metrics"])
         timing = results["timing"]
-        print(f"best epoch {results['best_epoch']} of {results['epochs_run']}; "
-              f"train {timing['train_seconds']:.1f}s, eval {timing['eval_seconds']:.1f}s, "
-              f"{timing['samples_per_second']:,.0f} samples/s; results in {run_dir}/results.json")
+        print(
+            f"best epoch {results['best_epoch']} of {results['epochs_run']}; "
+            f"train {timing['train_seconds']:.1f}s, eval {timing['eval_seconds']:.1f}s, "
+            f"{timing['samples_per_second']:,.0f} samples/s; results in {run_dir}/results.json"
+        )
     return 0
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     from coldbrew.training.run import evaluate_run
 
-    output = evaluate_run(args.run, data=args.data, splits=args.split or ("val", "test"), device=args.device, trust_pickle=args.trust_pickle)
+    output = evaluate_run(
+        args.run,
+        data=args.data,
+        splits=args.split or ("val", "test"),
+        device=args.device,
+        trust_pickle=args.trust_pickle,
+    )
     if args.json:
         print(json.dumps(output))
     else:
@@ -137,7 +169,9 @@ def run_data(args: argparse.Namespace) -> int:
         from coldbrew.data import resolve_data_path
         from coldbrew.data.clcrec_layout import convert
 
-        destination = convert(resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle)
+        destination = convert(
+            resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle
+        )
         print(f"wrote {destination}")
         return 0
     from coldbrew.data import load_dataset

@@ -47,8 +47,8 @@ class TrainConfig:
     has_a: bool | None = None
     has_t: bool | None = None
     # optimisation
-    lr: float = 0.004
-    batch_size: int = 1024
+    lr: float = 0.002
+    batch_size: int = 2048
     epochs: int = 30
     lr_schedule: str = "constant"
     seed: int = 1
@@ -89,9 +89,15 @@ class TrainConfig:
             (self.temp_value > 0, "temp_value must be positive"),
             (0.0 <= self.num_sample <= 1.0, "num_sample must be in [0, 1]"),
             (0.0 <= self.lr_lambda <= 1.0, "lr_lambda must be in [0, 1]"),
-            (0.0 <= self.neighbor_weight < float("inf"), "neighbor_weight must be a finite number >= 0"),
+            (
+                0.0 <= self.neighbor_weight < float("inf"),
+                "neighbor_weight must be a finite number >= 0",
+            ),
             (self.patience > 0, "patience must be positive"),
-            (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision must be auto|fp32|bf16|fp16"),
+            (
+                self.precision in ("auto", "fp32", "bf16", "fp16"),
+                "precision must be auto|fp32|bf16|fp16",
+            ),
             (self.lr_schedule in ("constant", "cosine"), "lr_schedule must be constant|cosine"),
         ]
         for ok, message in checks:

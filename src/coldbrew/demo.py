@@ -22,7 +22,7 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.training.run import train
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
-DEMO_SETTINGS = {"features": ["genre"], "epochs": 3, "batch_size": 2048, "lr": 0.01}
+DEMO_SETTINGS = {"features": ["genre"], "epochs": 2}
 
 
 def find_data() -> str:
@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         group = "cold" if "cold" in dataset.groups("val") else "all"
         chance = random_baseline(dataset, group)
         print(f"random vectors: val {group} recall@20 = {chance:.4f}")
-        run_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="coldbrew-demo-")) / "run"
+        run_dir = (
+            Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="coldbrew-demo-")) / "run"
+        )
         started = time.perf_counter()
         results = train(make_config(settings), run_dir, dataset=dataset)
     except ColdbrewError as error:
@@ -65,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     recall = results["metrics"]["val"][group]["recall@20"]
     ndcg = results["metrics"]["val"][group]["ndcg@20"]
-    print(f"\nCLCRec on {data}: val {group} recall@20 = {recall:.4f}, ndcg@20 = {ndcg:.4f} "
-          f"({recall / max(chance, 1e-12):.1f}x random) in {time.perf_counter() - started:.0f}s; run in {run_dir}")
+    print(
+        f"\nCLCRec on {data}: val {group} recall@20 = {recall:.4f}, ndcg@20 = {ndcg:.4f} "
+        f"({recall / max(chance, 1e-12):.1f}x random) in {time.perf_counter() - started:.0f}s; run in {run_dir}"
+    )
     return 0
 
 

@@ -15,8 +15,22 @@ def make_model(mix_mode="original", words=False, scoring="auto") -> CLCRec:
     torch.manual_seed(0)
     features = {"visual": torch.rand(12, 5), "text": torch.rand(12, 3)}
     if words:
-        features["words"] = WordIds(torch.tensor([0, 0, 1, 2, 5, 11]), torch.tensor([1, 2, 2, 0, 3, 1]), num_words=4)
-    return CLCRec(4, 12, features, torch.tensor([10, 11]), dim=6, hidden=7, temp_value=2.0, lr_lambda=0.3, reg_weight=0.1, mix_mode=mix_mode, scoring=scoring)
+        features["words"] = WordIds(
+            torch.tensor([0, 0, 1, 2, 5, 11]), torch.tensor([1, 2, 2, 0, 3, 1]), num_words=4
+        )
+    return CLCRec(
+        4,
+        12,
+        features,
+        torch.tensor([10, 11]),
+        dim=6,
+        hidden=7,
+        temp_value=2.0,
+        lr_lambda=0.3,
+        reg_weight=0.1,
+        mix_mode=mix_mode,
+        scoring=scoring,
+    )
 
 
 def reference_loss(model: CLCRec, users, items, use_content):
@@ -49,7 +63,9 @@ def reference_loss(model: CLCRec, users, items, use_content):
 def test_loss_matches_plain_reference_value_and_gradients(scoring, words):
     model = make_model(words=words, scoring=scoring)
     users = torch.tensor([0, 1, 3, 1])
-    items = torch.tensor([[0, 3, 4], [2, 0, 9], [5, 5, 1], [7, 8, 0]])  # (B=4, 1+K=3), repeats included
+    items = torch.tensor(
+        [[0, 3, 4], [2, 0, 9], [5, 5, 1], [7, 8, 0]]
+    )  # (B=4, 1+K=3), repeats included
     use_content = torch.rand(items.shape, generator=torch.Generator().manual_seed(3)) < 0.5
     model.content_mix_mask = lambda shape, device, mask=use_content: mask
     fast = model.loss(Batch(users, items)).total
@@ -57,7 +73,7 @@ def test_loss_matches_plain_reference_value_and_gradients(scoring, words):
     slow = reference_loss(model, users, items, use_content)
     slow_grads = torch.autograd.grad(slow, list(model.parameters()), allow_unused=True)
     torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
-    for a, b in zip(fast_grads, slow_grads):
+    for a, b in zip(fast_grads, slow_grads, strict=True):
         torch.testing.assert_close(a, torch.zeros_like(a) if b is None else b, rtol=1e-4, atol=1e-6)
 
 
@@ -65,9 +81,13 @@ def test_original_mix_mask_uses_about_39_percent_content():
     # int(0.5 * n) draws with replacement cover 1 - (1 - 1/n)^(n/2) ≈ 1 - e^-0.5 = 0.3935 of rows
     model = make_model()
     torch.manual_seed(1)
-    fraction = model.content_mix_mask(torch.Size([400, 129]), torch.device("cpu")).float().mean().item()
+    fraction = (
+        model.content_mix_mask(torch.Size([400, 129]), torch.device("cpu")).float().mean().item()
+    )
     assert abs(fraction - 0.3935) < 0.01
-    bernoulli = make_model(mix_mode="bernoulli").content_mix_mask(torch.Size([400, 129]), torch.device("cpu"))
+    bernoulli = make_model(mix_mode="bernoulli").content_mix_mask(
+        torch.Size([400, 129]), torch.device("cpu")
+    )
     assert abs(bernoulli.float().mean().item() - 0.5) < 0.01
 
 

@@ -14,7 +14,14 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.training.run import evaluate_run, train
 from coldbrew.training.trainer import NonFiniteLoss
 
-FAST = {"data": "synthetic", "batch_size": 512, "num_neg": 16, "lr": 0.01, "quiet": True, "epochs": 4}
+FAST = {
+    "data": "synthetic",
+    "batch_size": 512,
+    "num_neg": 16,
+    "lr": 0.01,
+    "quiet": True,
+    "epochs": 4,
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +41,9 @@ def test_training_beats_random_on_cold_items(dataset, tmp_path):
     for key in ("train_seconds", "eval_seconds", "samples_per_second"):
         assert results["timing"][key] > 0
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert on_disk["metrics"]["val"]["cold"]["ndcg@20"] == pytest.approx(results["metrics"]["val"]["cold"]["ndcg@20"])
+    assert on_disk["metrics"]["val"]["cold"]["ndcg@20"] == pytest.approx(
+        results["metrics"]["val"]["cold"]["ndcg@20"]
+    )
 
 
 def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path):
@@ -45,7 +54,12 @@ def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path):
             raise KeyboardInterrupt  # the process dies right after epoch 2's checkpoint
 
     with pytest.raises(KeyboardInterrupt):
-        train(make_config(FAST), tmp_path / "killed", dataset=dataset, on_epoch_end=kill_after_second_epoch)
+        train(
+            make_config(FAST),
+            tmp_path / "killed",
+            dataset=dataset,
+            on_epoch_end=kill_after_second_epoch,
+        )
     assert not (tmp_path / "killed" / "results.json").exists()
     resumed = train(make_config(FAST), tmp_path / "killed", dataset=dataset, resume=True)
     assert resumed["epochs_run"] == 4
@@ -57,7 +71,9 @@ def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path):
         assert mine["losses"] == pytest.approx(theirs["losses"], rel=1e-5)
 
 
-def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(dataset, tmp_path, monkeypatch):
+def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(
+    dataset, tmp_path, monkeypatch
+):
     from coldbrew.models.clcrec import CLCRec
 
     original = CLCRec.loss
@@ -89,8 +105,20 @@ def test_early_stopping_uses_patience(dataset, tmp_path):
 
 def test_cli_train_then_evaluate_end_to_end(tmp_path, capsys):
     run = tmp_path / "cli"
-    code = main(["train", "--data", "synthetic", "--out", str(run), "--num_epoch=2", "--batch_size=512",
-                 "--num_neg=16", "--l_r=0.01", "--quiet"])
+    code = main(
+        [
+            "train",
+            "--data",
+            "synthetic",
+            "--out",
+            str(run),
+            "--num_epoch=2",
+            "--batch_size=512",
+            "--num_neg=16",
+            "--l_r=0.01",
+            "--quiet",
+        ]
+    )
     assert code == 0
     capsys.readouterr()
     assert main(["evaluate", "--run", str(run), "--split", "test", "--json"]) == 0
@@ -105,7 +133,10 @@ def test_cli_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.startswith("coldbrew: error: ") and error.count("\n") == 1
     assert not (tmp_path / "run").exists()
-    assert main(["train", "--data", "synthetic", "--out", str(tmp_path / "run"), "--num_sample=2"]) == 2
+    assert (
+        main(["train", "--data", "synthetic", "--out", str(tmp_path / "run"), "--num_sample=2"])
+        == 2
+    )
     assert "num_sample" in capsys.readouterr().err
     with pytest.raises(ColdbrewError, match="no checkpoint|not a coldbrew run"):
         evaluate_run(tmp_path)
@@ -115,7 +146,22 @@ def test_yaml_preset_with_flag_override(tmp_path):
     preset = tmp_path / "preset.yaml"
     preset.write_text("num_neg: 8\nl_r: 0.02\nbatch_size: 256\nepochs: 1\nquiet: true\n")
     run = tmp_path / "run"
-    assert main(["train", "--config", str(preset), "--data", "synthetic", "--out", str(run), "--num-neg", "4"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(preset),
+                "--data",
+                "synthetic",
+                "--out",
+                str(run),
+                "--num-neg",
+                "4",
+            ]
+        )
+        == 0
+    )
     saved = json.loads((run / "results.json").read_text())["config"]
     assert (saved["num_neg"], saved["lr"], saved["batch_size"]) == (4, 0.02, 256)
 

@@ -13,7 +13,15 @@ from pathlib import Path
 from coldbrew.data.dataset import GROUPS, SPLITS, Dataset, WordIds
 from coldbrew.errors import DataError
 
-__all__ = ["Dataset", "WordIds", "GROUPS", "SPLITS", "load_dataset", "resolve_data_path", "cache_dir"]
+__all__ = [
+    "Dataset",
+    "WordIds",
+    "GROUPS",
+    "SPLITS",
+    "load_dataset",
+    "resolve_data_path",
+    "cache_dir",
+]
 
 
 def cache_dir() -> Path:
@@ -73,7 +81,9 @@ def load_dataset(
 
     for module in (clcrec_layout, csv_coldstart, movielens):
         if module.detect(path):
-            return module.load(path, trust_pickle=trust_pickle, features=features, seed=seed, **options)
+            return module.load(
+                path, trust_pickle=trust_pickle, features=features, seed=seed, **options
+            )
     raise DataError(
         f"{path}: no known dataset layout (expected CLCRec .npy files, train.csv + cold_val.csv, "
         "or MovieLens u.data + u.item)"

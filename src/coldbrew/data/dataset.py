@@ -106,12 +106,16 @@ class Dataset:
     def validate(self) -> None:
         """Raise ``DataError`` with a one-line reason when anything is inconsistent."""
         if self.num_users <= 0 or self.num_items <= 0:
-            raise DataError(f"{self.name}: empty dataset ({self.num_users} users, {self.num_items} items)")
+            raise DataError(
+                f"{self.name}: empty dataset ({self.num_users} users, {self.num_items} items)"
+            )
         expected = (self.num_users, self.num_items)
         _check_matrix(self.train, expected, f"{self.name}: training interactions")
         if self.train.nnz == 0:
             raise DataError(f"{self.name}: no training interactions")
-        if len(self.cold_items) and (self.cold_items[0] < 0 or self.cold_items[-1] >= self.num_items):
+        if len(self.cold_items) and (
+            self.cold_items[0] < 0 or self.cold_items[-1] >= self.num_items
+        ):
             raise DataError(f"{self.name}: cold item id out of range 0..{self.num_items - 1}")
         trained_cold = np.intersect1d(np.unique(self.train.indices), self.cold_items)
         if len(trained_cold):
@@ -155,7 +159,9 @@ def _check_feature(name: str, feature: Feature, num_items: int, dataset: str) ->
         raise DataError(f"{dataset}: feature {name!r} contains NaN or inf values")
 
 
-def interactions_to_csr(users: np.ndarray, items: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+def interactions_to_csr(
+    users: np.ndarray, items: np.ndarray, shape: tuple[int, int]
+) -> sp.csr_matrix:
     """Pairs -> binary CSR (duplicates collapse to one), indices sorted per row."""
     users = np.asarray(users, dtype=np.int64)
     items = np.asarray(items, dtype=np.int64)
@@ -172,7 +178,9 @@ def interactions_to_csr(users: np.ndarray, items: np.ndarray, shape: tuple[int, 
     return matrix
 
 
-def to_torch_csr(matrix: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def to_torch_csr(
+    matrix: sp.csr_matrix, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(indptr, indices)`` int64 tensors on ``device``; rows sorted as in the matrix."""
     indptr = torch.from_numpy(matrix.indptr.astype(np.int64)).to(device)
     indices = torch.from_numpy(matrix.indices.astype(np.int64)).to(device)

@@ -24,7 +24,9 @@ from coldbrew.errors import DataError
 class NegativeSampler:
     """Draws ``num_neg`` negatives per row for a batch of users, on ``device``."""
 
-    def __init__(self, exclude: sp.csr_matrix, warm_items: np.ndarray, device: torch.device | str = "cpu"):
+    def __init__(
+        self, exclude: sp.csr_matrix, warm_items: np.ndarray, device: torch.device | str = "cpu"
+    ):
         num_users, num_items = exclude.shape
         warm_items = np.asarray(warm_items, dtype=np.int64)
         warm_rank = np.full(num_items, -1, dtype=np.int64)
@@ -57,7 +59,9 @@ class NegativeSampler:
                 "no negative can be drawn for them"
             )
 
-    def sample(self, users: torch.Tensor, num_neg: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    def sample(
+        self, users: torch.Tensor, num_neg: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """``(len(users), num_neg)`` internal item ids, none known to its user, all warm."""
         free = self.free[users].unsqueeze(1)  # (B, 1)
         draws = torch.randint(
@@ -65,5 +69,7 @@ class NegativeSampler:
         )
         free_rank = draws % free.clamp_min(1)  # (B, K) uniform in [0, free)
         queries = users.unsqueeze(1) * (self.num_warm + 1) + free_rank
-        below = torch.searchsorted(self.keys, queries, right=True) - self.row_starts[users].unsqueeze(1)
+        below = torch.searchsorted(self.keys, queries, right=True) - self.row_starts[
+            users
+        ].unsqueeze(1)
         return self.warm_items[free_rank + below]

@@ -44,16 +44,26 @@ DENSE_RATIO = 32  # dense scoring while distinct items <= 32 x (1 + K); see scor
 class ContentEncoder(nn.Module):
     """Item features → content embedding; ``forward(items)`` encodes only those items."""
 
-    def __init__(self, features: dict[str, torch.Tensor | WordIds], num_items: int, dim: int, hidden: int = 256):
+    def __init__(
+        self,
+        features: dict[str, torch.Tensor | WordIds],
+        num_items: int,
+        dim: int,
+        hidden: int = 256,
+    ):
         super().__init__()
         if not features:
             raise ColdbrewError("CLCRec needs at least one item feature block (none were loaded)")
-        dense = [F.normalize(f.float(), dim=1) for f in features.values() if isinstance(f, torch.Tensor)]
+        dense = [
+            F.normalize(f.float(), dim=1) for f in features.values() if isinstance(f, torch.Tensor)
+        ]
         words = [f for f in features.values() if isinstance(f, WordIds)]
         if len(words) > 1:
             raise ColdbrewError("at most one word-id feature block is supported")
         width = sum(block.shape[1] for block in dense)
-        self.register_buffer("dense_features", torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0))
+        self.register_buffer(
+            "dense_features", torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0)
+        )
         self.word_table = None
         if words:
             word_ids = words[0]
@@ -71,8 +81,16 @@ class ContentEncoder(nn.Module):
         features = self.dense_features if items is None else self.dense_features[items]
         if self.word_table is None:
             return features
-        pooled = torch.zeros(self.dense_features.shape[0], WORD_DIM, device=features.device, dtype=self.word_table.dtype)
-        pooled = pooled.index_add(0, self.word_items, self.word_table[self.word_ids]) / self.word_counts[:, None]
+        pooled = torch.zeros(
+            self.dense_features.shape[0],
+            WORD_DIM,
+            device=features.device,
+            dtype=self.word_table.dtype,
+        )
+        pooled = (
+            pooled.index_add(0, self.word_items, self.word_table[self.word_ids])
+            / self.word_counts[:, None]
+        )
         pooled = F.normalize(pooled, dim=1)
         return torch.cat([features, pooled if items is None else pooled[items]], dim=1)
 
@@ -81,7 +99,9 @@ class ContentEncoder(nn.Module):
         return self.layer2(hidden)
 
 
-def distinct_items(items: torch.Tensor, num_items: int, trim: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def distinct_items(
+    items: torch.Tensor, num_items: int, trim: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Distinct ids in ``items`` and each entry's position among them, without a host sync.
 
     Returns ``(distinct, inverse)`` with ``distinct[inverse] == items``. The result has a fixed
@@ -165,7 +185,10 @@ class CLCRec(Recommender):
             step_users, valid, common = self.neighbors.step(users)
             encoded = torch.cat([encoded, common.reshape(-1)])  # (B·(1 + K) + N·C,)
         distinct, inverse = distinct_items(encoded, self.num_items, trim=items.device.type == "cpu")
-        inverse, common_inverse = inverse[: items.numel()].view(items.shape), inverse[items.numel() :]
+        inverse, common_inverse = (
+            inverse[: items.numel()].view(items.shape),
+            inverse[items.numel() :],
+        )
         content = self.encoder(distinct)  # (n, D): each distinct item encoded once
         item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
@@ -186,7 +209,9 @@ class CLCRec(Recommender):
         terms = {"item_content": item_content, "user_item": user_item, "reg": regularizer}
         if self.neighbors is not None:
             common_content = content[common_inverse.view(common.shape)]  # (N, C, D)
-            terms["neighbor"] = self.neighbors.loss(step_users, valid, self.user_embedding, common_content, self.temp_value)
+            terms["neighbor"] = self.neighbors.loss(
+                step_users, valid, self.user_embedding, common_content, self.temp_value
+            )
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
 

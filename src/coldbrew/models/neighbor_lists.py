@@ -109,7 +109,7 @@ def top_neighbors(
     by_popularity = np.argsort(-item_degree, kind="stable")
     popular = by_popularity[: min(dense_items, int((item_degree > 0).sum()))]
     rest = np.sort(by_popularity[len(popular) :])
-    dense = torch.from_numpy(binary[:, popular].toarray()).to(torch.int8)  # (U, P)
+    dense = torch.from_numpy(binary[:, popular].astype(np.int8).toarray())  # (U, P) 0/1
     dense_transposed = dense.T.contiguous()  # (P, U)
     sparse = binary[:, rest].tocsr()  # (U, I − P)
     sparse_transposed = sparse.T.tocsr()

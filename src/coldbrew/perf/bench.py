@@ -9,8 +9,6 @@ import json
 import torch
 
 
-
-
 def add_bench_parser(commands) -> None:
     bench = commands.add_parser(
         "bench",
@@ -23,16 +21,26 @@ def add_bench_parser(commands) -> None:
     bench.add_argument("--data", default="synthetic")
     bench.add_argument("--trust-pickle", action="store_true")
     bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
-    bench.add_argument("--feature-dims", default=None, help="replace item features by random ones of these widths, e.g. 2048,128,100")
+    bench.add_argument(
+        "--feature-dims",
+        default=None,
+        help="replace item features by random ones of these widths, e.g. 2048,128,100",
+    )
     bench.add_argument("--num-neg", type=int, default=128)
     bench.add_argument("--batch-size", type=int, default=4096)
-    bench.add_argument("--seconds", type=float, default=10.0, help="time budget of the measured region")
+    bench.add_argument(
+        "--seconds", type=float, default=10.0, help="time budget of the measured region"
+    )
     bench.add_argument("--warmup", type=int, default=3)
     bench.add_argument("--model", default="clcrec")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--precision", default="auto")
     bench.add_argument("--compile", action="store_true")
-    bench.add_argument("--neighbor-loss", action="store_true", help="train with the neighbor-graph term (precomputed first, untimed)")
+    bench.add_argument(
+        "--neighbor-loss",
+        action="store_true",
+        help="train with the neighbor-graph term (precomputed first, untimed)",
+    )
     bench.add_argument("--seed", type=int, default=1)
     bench.add_argument("--json", action="store_true", help="print only the JSON line")
 
@@ -51,35 +59,67 @@ def run_bench(args: argparse.Namespace) -> int:
     from coldbrew.training.runtime import device_name
     from coldbrew.training.trainer import Trainer, evaluate_model
 
-    dataset = load_dataset(args.data, trust_pickle=args.trust_pickle, features=args.features or ([] if args.feature_dims else None))
+    dataset = load_dataset(
+        args.data,
+        trust_pickle=args.trust_pickle,
+        features=args.features or ([] if args.feature_dims else None),
+    )
     if args.feature_dims:
         dataset.features = random_features(dataset.num_items, args.feature_dims, args.seed)
-    config = make_config({
-        "data": args.data, "model": args.model, "num_neg": args.num_neg, "batch_size": args.batch_size,
-        "device": args.device, "precision": args.precision, "compile": args.compile, "seed": args.seed, "quiet": True,
-        "neighbor_loss": getattr(args, "neighbor_loss", False),
-    })
+    config = make_config(
+        {
+            "data": args.data,
+            "model": args.model,
+            "num_neg": args.num_neg,
+            "batch_size": args.batch_size,
+            "device": args.device,
+            "precision": args.precision,
+            "compile": args.compile,
+            "seed": args.seed,
+            "quiet": True,
+            "neighbor_loss": getattr(args, "neighbor_loss", False),
+        }
+    )
     trainer = Trainer(config, dataset)
     device = trainer.runtime.device
     generator = torch.Generator(device=device).manual_seed(args.seed)
     batch = config.batch_size
 
     def random_rows() -> tuple[torch.Tensor, torch.Tensor]:
-        index = torch.randint(len(trainer.train_users), (batch,), device=device, generator=generator)
+        index = torch.randint(
+            len(trainer.train_users), (batch,), device=device, generator=generator
+        )
         return trainer.train_users[index], trainer.train_items[index]
 
     if args.what == "sample":
         users, _ = random_rows()
-        calls, elapsed = time_repeated(lambda: trainer.sampler.sample(users, config.num_neg), device, warmup=args.warmup, seconds=args.seconds)
+        calls, elapsed = time_repeated(
+            lambda: trainer.sampler.sample(users, config.num_neg),
+            device,
+            warmup=args.warmup,
+            seconds=args.seconds,
+        )
         samples = calls * batch
     elif args.what == "train":
-        calls, elapsed = time_repeated(lambda: trainer.train_step(*random_rows()), device, warmup=args.warmup, seconds=args.seconds)
+        calls, elapsed = time_repeated(
+            lambda: trainer.train_step(*random_rows()),
+            device,
+            warmup=args.warmup,
+            seconds=args.seconds,
+        )
         samples = calls * batch
     else:
-        def full_evaluation():
-            return [evaluate_model(trainer.model, dataset, split, config) for split in ("val", "test") if dataset.groups(split)]
 
-        calls, elapsed = time_repeated(full_evaluation, device, warmup=1, seconds=args.seconds, min_calls=2)
+        def full_evaluation():
+            return [
+                evaluate_model(trainer.model, dataset, split, config)
+                for split in ("val", "test")
+                if dataset.groups(split)
+            ]
+
+        calls, elapsed = time_repeated(
+            full_evaluation, device, warmup=1, seconds=args.seconds, min_calls=2
+        )
         samples = calls * dataset.num_users
     result = {
         "benchmark": args.what,
@@ -87,14 +127,20 @@ def run_bench(args: argparse.Namespace) -> int:
         "users": dataset.num_users,
         "items": dataset.num_items,
         "train_interactions": dataset.num_train,
-        "feature_dims": {name: list(f.shape)[1] for name, f in dataset.features.items() if isinstance(f, torch.Tensor)},
+        "feature_dims": {
+            name: list(f.shape)[1]
+            for name, f in dataset.features.items()
+            if isinstance(f, torch.Tensor)
+        },
         "num_neg": config.num_neg,
         "batch_size": batch,
         "calls": calls,
         "seconds": elapsed,
         "seconds_per_call": elapsed / calls,
         "samples_per_second": samples / elapsed,
-        "epoch_seconds_estimate": dataset.num_train / (samples / elapsed) if args.what != "eval" else None,
+        "epoch_seconds_estimate": dataset.num_train / (samples / elapsed)
+        if args.what != "eval"
+        else None,
         "peak_memory_bytes": peak_memory_bytes(device),
         "device": device_name(device),
         "precision": trainer.runtime.precision,
@@ -105,8 +151,8 @@ def run_bench(args: argparse.Namespace) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     if not args.json:
-        print(f"{args.what}: {result['samples_per_second']:,.0f} samples/s over {elapsed:.2f}s on {result['device']}")
+        print(
+            f"{args.what}: {result['samples_per_second']:,.0f} samples/s over {elapsed:.2f}s on {result['device']}"
+        )
     print(json.dumps(result))
     return 0
-
-

@@ -23,7 +23,14 @@ def peak_memory_bytes(device: torch.device) -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
-def time_repeated(fn: Callable[[], object], device: torch.device, *, warmup: int, seconds: float, min_calls: int = 3) -> tuple[int, float]:
+def time_repeated(
+    fn: Callable[[], object],
+    device: torch.device,
+    *,
+    warmup: int,
+    seconds: float,
+    min_calls: int = 3,
+) -> tuple[int, float]:
     """Run ``fn`` ``warmup`` times untimed, then until ``seconds`` pass; (calls, elapsed)."""
     for _ in range(warmup):
         fn()

@@ -30,4 +30,6 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
-        raise ColdbrewError(f"cannot read checkpoint {path}: {str(error).splitlines()[0]}") from None
+        raise ColdbrewError(
+            f"cannot read checkpoint {path}: {str(error).splitlines()[0]}"
+        ) from None

@@ -46,7 +46,12 @@ def write_json(payload: dict, path: Path) -> None:
 
 
 def load_run_dataset(config: TrainConfig) -> Dataset:
-    return load_dataset(config.data, trust_pickle=config.trust_pickle, features=config.resolved_features(), seed=config.seed)
+    return load_dataset(
+        config.data,
+        trust_pickle=config.trust_pickle,
+        features=config.resolved_features(),
+        seed=config.seed,
+    )
 
 
 def prepare_run_dir(run_dir: Path, resume: bool) -> None:
@@ -55,10 +60,19 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
             raise ColdbrewError(f"cannot resume: {run_dir / LAST} does not exist")
         return
     if run_dir.exists() and any(run_dir.iterdir()):
-        raise ColdbrewError(f"{run_dir} already exists and is not empty; pass --resume {run_dir} or choose another --out")
+        raise ColdbrewError(
+            f"{run_dir} already exists and is not empty; pass --resume {run_dir} or choose another --out"
+        )
 
 
-def train(config: TrainConfig, run_dir: Path | str, *, resume: bool = False, dataset: Dataset | None = None, on_epoch_end=None) -> dict:
+def train(
+    config: TrainConfig,
+    run_dir: Path | str,
+    *,
+    resume: bool = False,
+    dataset: Dataset | None = None,
+    on_epoch_end=None,
+) -> dict:
     """Train, evaluate the best checkpoint on val and test, write results.json; return it."""
     run_dir = Path(run_dir)
     if resume:
@@ -81,8 +95,10 @@ def train(config: TrainConfig, run_dir: Path | str, *, resume: bool = False, dat
         if not config.quiet:
             print(line, flush=True)
 
-    log(f"training {config.model} on {dataset.name}: {dataset.num_users} users, {dataset.num_items} items, "
-        f"{dataset.num_train} interactions, device {trainer.runtime.device} ({trainer.runtime.precision})")
+    log(
+        f"training {config.model} on {dataset.name}: {dataset.num_users} users, {dataset.num_items} items, "
+        f"{dataset.num_train} interactions, device {trainer.runtime.device} ({trainer.runtime.precision})"
+    )
     stopped, failure = "max_epochs", None
     try:
         state = trainer.fit(log)
@@ -103,7 +119,9 @@ def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: floa
     state, config, dataset = trainer.state, trainer.config, trainer.dataset
     metrics = {}
     if (run_dir / BEST).exists():
-        trainer.model.load_state_dict(load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"])
+        trainer.model.load_state_dict(
+            load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"]
+        )
         for split in SPLITS:
             if dataset.groups(split):
                 metrics[split] = evaluate_model(trainer.model, dataset, split, config)
@@ -131,7 +149,14 @@ def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: floa
     return results
 
 
-def evaluate_run(run_dir: Path | str, *, data: str | None = None, splits=SPLITS, device: str = "auto", trust_pickle: bool | None = None) -> dict:
+def evaluate_run(
+    run_dir: Path | str,
+    *,
+    data: str | None = None,
+    splits=SPLITS,
+    device: str = "auto",
+    trust_pickle: bool | None = None,
+) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json."""
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():
@@ -149,9 +174,20 @@ def evaluate_run(run_dir: Path | str, *, data: str | None = None, splits=SPLITS,
     try:
         model.load_state_dict(state)
     except RuntimeError as error:
-        raise ColdbrewError(f"checkpoint does not fit dataset {dataset.name}: {str(error).splitlines()[0]}") from None
+        raise ColdbrewError(
+            f"checkpoint does not fit dataset {dataset.name}: {str(error).splitlines()[0]}"
+        ) from None
     model.to(target)
-    metrics = {split: evaluate_model(model, dataset, split, config) for split in splits if dataset.groups(split)}
-    output = {"run": str(run_dir), "data": config.data, "metrics": metrics, "device": device_name(target)}
+    metrics = {
+        split: evaluate_model(model, dataset, split, config)
+        for split in splits
+        if dataset.groups(split)
+    }
+    output = {
+        "run": str(run_dir),
+        "data": config.data,
+        "metrics": metrics,
+        "device": device_name(target),
+    }
     write_json(output, run_dir / "evaluation.json")
     return output

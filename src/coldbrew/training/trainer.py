@@ -24,7 +24,13 @@ from coldbrew.data.sampling import NegativeSampler
 from coldbrew.errors import ColdbrewError
 from coldbrew.models import Batch, Recommender, build_model
 from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
-from coldbrew.training.runtime import Runtime, make_runtime, rng_state, seed_everything, set_rng_state
+from coldbrew.training.runtime import (
+    Runtime,
+    make_runtime,
+    rng_state,
+    seed_everything,
+    set_rng_state,
+)
 
 
 class NonFiniteLoss(ColdbrewError):
@@ -68,7 +74,11 @@ def evaluate_model(model: Recommender, dataset: Dataset, split: str, config: Tra
     with torch.no_grad():
         users, items = model.user_embeddings().float(), model.item_embeddings().float()
         metrics = evaluate_embeddings(
-            dataset, users, items, split=split, ks=config.resolved_ks(),
+            dataset,
+            users,
+            items,
+            split=split,
+            ks=config.resolved_ks(),
             chunk_elements=config.eval_chunk_elements,
         )
     model.train()
@@ -95,7 +105,9 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
         # dynamic=False: the sampler's randint cannot take a symbolic batch size (a new batch size
         # recompiles instead; an epoch has two: full batches and the last, shorter one)
-        self.sample_fn = torch.compile(self._sample, dynamic=False) if config.compile else self._sample
+        self.sample_fn = (
+            torch.compile(self._sample, dynamic=False) if config.compile else self._sample
+        )
         self.step_fn = torch.compile(self._loss) if config.compile else self._loss
         coo = dataset.train.tocoo()
         self.train_users = torch.from_numpy(coo.row.astype(np.int64)).to(device)
@@ -158,7 +170,14 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         first_bad_step = torch.full((), -1, dtype=torch.long, device=device)
         epoch = self.state.epoch + 1
-        bar = tqdm(total=count, unit="sample", unit_scale=True, desc=f"epoch {epoch}", disable=config.quiet, leave=False)
+        bar = tqdm(
+            total=count,
+            unit="sample",
+            unit_scale=True,
+            desc=f"epoch {epoch}",
+            disable=config.quiet,
+            leave=False,
+        )
         steps = 0
         for steps, start in enumerate(range(0, count, config.batch_size), start=1):
             index = order[start : start + config.batch_size]
@@ -166,7 +185,9 @@ class Trainer:
             for name, value in {"loss": total, **terms}.items():
                 sums[name] = sums[name] + value.float() if name in sums else value.float()
             bad = ~torch.isfinite(total) & (first_bad_step < 0)
-            first_bad_step = torch.where(bad, torch.full_like(first_bad_step, steps), first_bad_step)
+            first_bad_step = torch.where(
+                bad, torch.full_like(first_bad_step, steps), first_bad_step
+            )
             if steps % config.log_every == 0:
                 self._gpu_postfix(bar)
                 bar.update(min(count, start + config.batch_size) - bar.n)
@@ -174,7 +195,9 @@ class Trainer:
         bar.close()
         bad_step = int(first_bad_step)  # one read per epoch
         if bad_step >= 0:
-            raise NonFiniteLoss(f"non-finite loss at epoch {epoch}, step {bad_step}; stopped training")
+            raise NonFiniteLoss(
+                f"non-finite loss at epoch {epoch}, step {bad_step}; stopped training"
+            )
         self.state.samples_seen += count
         return {name: float(value) / steps for name, value in sums.items()}
 
@@ -229,13 +252,22 @@ class Trainer:
             score = metrics.get(self.group, {}).get(self.metric, float("nan"))
             improved = score > state.best_score
             if improved:
-                state.best_score, state.best_epoch, state.epochs_without_improvement = score, state.epoch, 0
+                state.best_score, state.best_epoch, state.epochs_without_improvement = (
+                    score,
+                    state.epoch,
+                    0,
+                )
             else:
                 state.epochs_without_improvement += 1
-            state.history.append({
-                "epoch": state.epoch, "losses": losses, "val": metrics,
-                "train_seconds": state.train_seconds, "eval_seconds": state.eval_seconds,
-            })
+            state.history.append(
+                {
+                    "epoch": state.epoch,
+                    "losses": losses,
+                    "val": metrics,
+                    "train_seconds": state.train_seconds,
+                    "eval_seconds": state.eval_seconds,
+                }
+            )
             log(self._epoch_line(losses, metrics, improved))
             if improved:
                 self.save(BEST)
@@ -246,7 +278,12 @@ class Trainer:
 
     def _epoch_line(self, losses: dict, metrics: dict, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())
-        shown = [f"{group}/{m}={metrics[group][m]:.4f}" for group in metrics for m in (self.metric, "ndcg@20") if m in metrics[group]]
+        shown = [
+            f"{group}/{m}={metrics[group][m]:.4f}"
+            for group in metrics
+            for m in (self.metric, "ndcg@20")
+            if m in metrics[group]
+        ]
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)
         mark = " *" if improved else ""
         return f"epoch {self.state.epoch:3d} | {loss_text} | {' '.join(shown)} | {rate:,.0f} samples/s{mark}"
