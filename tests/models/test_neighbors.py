@@ -14,10 +14,10 @@ import torch.nn.functional as F
 from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.data.dataset import interactions_to_csr
+from coldbrew.models import neighbors
 from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec
 from coldbrew.models.neighbors import (
-    BLOCK_ELEMENTS,
     NeighborGraph,
     PaddedLists,
     common_items,
@@ -140,9 +140,9 @@ def test_loss_matches_plain_reference_value_and_gradients():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("block_rows", [1, 2, 100])
-def test_blocked_info_nce_matches_the_formula_and_skips_invalid_rows(block_rows, monkeypatch):
-    monkeypatch.setitem(BLOCK_ELEMENTS, "cpu", block_rows * 5)  # 5 rows: blocks of block_rows
+@pytest.mark.parametrize("rows_per_block", [1, 2, 100])
+def test_blocked_info_nce_matches_the_formula_and_skips_invalid_rows(rows_per_block, monkeypatch):
+    monkeypatch.setattr(neighbors, "block_rows", lambda count, device: rows_per_block)
     generator = torch.Generator().manual_seed(4)
     anchors = torch.randn(5, 3, generator=generator, requires_grad=True)
     positives = torch.randn(5, 3, generator=generator, requires_grad=True)
