@@ -161,7 +161,7 @@ def evaluate_run(
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").exists():
         raise ColdbrewError(f"{run_dir} is not a coldbrew run (no config.yaml)")
-    overrides = {"device": device}
+    overrides = {"device": device, "neighbor_loss": False}  # a training-only term: skip its graph
     if data is not None:
         overrides["data"] = data
     if trust_pickle is not None:
