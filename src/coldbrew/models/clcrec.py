@@ -224,7 +224,9 @@ class CLCRec(Recommender):
     @staticmethod
     def scores_gathered(anchor, user_rows, content, item_vectors, inverse):
         """Gather ``(B, 1+K, D)`` rows, then batched products; cost ∝ B·(1+K)·D."""
-        content_rows = F.embedding(inverse, content)  # (B, 1 + K, D); embedding backward beats index_put
+        content_rows = F.embedding(
+            inverse, content
+        )  # (B, 1 + K, D); embedding backward beats index_put
         content_norms = content.norm(dim=1).clamp_min(1e-12)[inverse]  # (B, 1 + K)
         # One product serves both terms: (B, 1+K, D) @ (B, D, 2) -> (B, 1+K, 2)
         both = torch.bmm(content_rows, torch.stack([anchor, user_rows], dim=2))
