@@ -1,4 +1,4 @@
-"""Test-wide setup: point COLDBREW_DATA at ../shared/data when it exists, keep caches private."""
+"""Test-wide setup: point COLDBREW_DATA at ../shared/data when it exists; GPU tests skip without CUDA."""
 
 from __future__ import annotations
 
