@@ -123,13 +123,17 @@ def print_metrics_table(metrics: dict) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from coldbrew.config import load_yaml, make_config
-    from coldbrew.training.run import train
+    from coldbrew.training.run import resume_config, train
 
     overrides = {
         k: v for k, v in vars(args).items() if k not in ("command", "out", "config", "resume")
     }
     preset = load_yaml(args.config) if args.config else {}
-    config = make_config(preset, overrides)
+    # a resumed run keeps its own settings; flags given now (e.g. --epochs) go on top
+    if args.resume:
+        config = resume_config(args.resume, preset, overrides)
+    else:
+        config = make_config(preset, overrides)
     run_dir = args.resume or args.out
     if not run_dir:
         raise ColdbrewError("train needs --out RUN_DIR (or --resume RUN_DIR)")

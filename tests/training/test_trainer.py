@@ -176,3 +176,23 @@ def test_state_dict_round_trip_scores_identically(dataset, tmp_path):
     train(make_config({**FAST, "epochs": 1}), tmp_path / "run", dataset=dataset)
     payload = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     assert {"model", "optimizer", "rng", "state", "config"} <= set(payload)
+
+
+def test_cli_resume_keeps_the_runs_own_settings(tmp_path):
+    run = tmp_path / "run"
+    argv = [
+        "train",
+        "--data",
+        "synthetic",
+        "--out",
+        str(run),
+        "--epochs",
+        "1",
+        "--num-neg",
+        "8",
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 0
+    saved = json.loads((run / "results.json").read_text())
+    assert saved["epochs_run"] == 2 and saved["config"]["num_neg"] == 8

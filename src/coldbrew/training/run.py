@@ -73,11 +73,12 @@ def train(
     dataset: Dataset | None = None,
     on_epoch_end=None,
 ) -> dict:
-    """Train, evaluate the best checkpoint on val and test, write results.json; return it."""
+    """Train, evaluate the best checkpoint on val and test, write results.json; return it.
+
+    With ``resume``, ``config`` should be the run's own (``resume_config`` reads it back) so the
+    continued run trains exactly as the interrupted one would have.
+    """
     run_dir = Path(run_dir)
-    if resume:
-        saved = load_yaml(run_dir / "config.yaml")
-        config = make_config(saved, {"epochs": config.epochs, "quiet": config.quiet})
     prepare_run_dir(run_dir, resume)
     dataset = dataset if dataset is not None else load_run_dataset(config)
     started = time.perf_counter()
@@ -113,6 +114,14 @@ def train(
     if failure is not None:
         raise failure
     return results
+
+
+def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
+    """The configuration RUN_DIR was started with, with ``overrides`` (e.g. more epochs) on top."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        raise ColdbrewError(f"cannot resume: {path} does not exist")
+    return make_config(load_yaml(path), *overrides)
 
 
 def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: float) -> dict:
