@@ -1,4 +1,4 @@
-"""The original CLCRec ``Data/<name>/`` folder, and a pickle-free copy of any dataset.
+"""The original CLCRec ``Data/<name>/`` folder (and, through ``stored``, its pickle-free copy).
 
 User ``u`` is ``u`` in every file; item ``i`` is ``num_users + i``. Counts come from the ids
 in the files, never from the dataset's name. Files (all optional but one training file):
@@ -20,9 +20,6 @@ with ``trust_pickle=True``. ``convert`` writes the same dataset as ``coldbrew.js
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from itertools import chain
@@ -32,17 +29,15 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from coldbrew.data import stored
 from coldbrew.data.dataset import SPLITS, Dataset, Feature, WordIds, interactions_to_csr
+from coldbrew.data.stored import MANIFEST_FILE, save
 from coldbrew.errors import DataError
 
 TRAIN_FILES = ("train.npy", "user_item_train_dict.npy")
 KNOWN_FILE = "user_item_all_dict.npy"
 SPLIT_GROUPS = {"full": "all", "warm": "warm", "cold": "cold"}  # file suffix -> group
 MODALITIES = {"feat_v": "visual", "feat_a": "acoustic", "feat_t": "text"}
-MANIFEST_FILE = "coldbrew.json"
-ARRAYS_FILE = "arrays.npz"
-FORMAT = "coldbrew-dataset"
-VERSION = 1
 
 Pairs = tuple[np.ndarray, np.ndarray]  # (users, items) as written in the files
 
@@ -71,7 +66,7 @@ def load(
         features = [name.strip() for name in features.split(",") if name.strip()]
     if (path / MANIFEST_FILE).is_file():
         try:
-            return _load_converted(path, features)
+            return stored.load(path, features)
         except (KeyError, TypeError) as error:
             raise DataError(f"{path}: incomplete converted dataset ({error!r})") from error
     return _load_clcrec(path, trust_pickle, features)
@@ -79,7 +74,7 @@ def load(
 
 def convert(src: Path, dst: Path, *, trust_pickle: bool) -> Path:
     """Load the dataset at ``src`` and write it to the new folder ``dst`` without pickles."""
-    _refuse_existing(Path(dst))
+    stored.refuse_existing(Path(dst))
     return save(load(src, trust_pickle=trust_pickle), dst)
 
 
@@ -342,123 +337,3 @@ def _word_ids(pairs: torch.Tensor, file: Path, num_users: int, num_items: int) -
         raise DataError(f"{file}: negative word id {int(words.min())}")
     num_words = int(words.max()) + 1 if words.numel() else 0
     return WordIds(item_index=items, word_index=words, num_words=num_words)
-
-
-# ---------------------------------------------------------------------------- pickle-free copy
-def save(dataset: Dataset, dst: Path) -> Path:
-    """Write ``dataset`` to the new folder ``dst`` (JSON + ``.npz``), atomically via a rename."""
-    dst = Path(dst)
-    _refuse_existing(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".partial", dir=dst.parent))
-    try:
-        arrays, manifest = _to_arrays(dataset)
-        np.savez(staging / ARRAYS_FILE, **arrays)
-        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
-        staging.chmod(0o755)
-        if dst.exists():
-            dst.rmdir()  # empty, checked above
-        staging.rename(dst)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return dst
-
-
-def _refuse_existing(dst: Path) -> None:
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise DataError(f"{dst} already exists and is not empty; choose a new destination")
-
-
-def _to_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], dict]:
-    arrays: dict[str, np.ndarray] = {"cold_items": dataset.cold_items}
-    matrices = {"train": dataset.train, "known": dataset.known}
-    for split, groups in dataset.splits.items():
-        matrices.update({f"{split}_{group}": matrix for group, matrix in groups.items()})
-    for key, matrix in matrices.items():
-        if matrix is not None:
-            arrays[f"{key}_indptr"], arrays[f"{key}_indices"] = matrix.indptr, matrix.indices
-    for key in ("user_ids", "item_ids"):
-        if getattr(dataset, key) is not None:
-            arrays[key] = np.asarray(getattr(dataset, key))
-    features = []
-    for index, (name, feature) in enumerate(dataset.features.items()):
-        if isinstance(feature, WordIds):
-            arrays[f"feature{index}_items"] = feature.item_index.numpy()
-            arrays[f"feature{index}_words"] = feature.word_index.numpy()
-            features.append({"name": name, "kind": "words", "num_words": feature.num_words})
-        else:
-            arrays[f"feature{index}"] = feature.detach().cpu().numpy()
-            features.append({"name": name, "kind": "dense"})
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "name": dataset.name,
-        "num_users": dataset.num_users,
-        "num_items": dataset.num_items,
-        "splits": {split: list(groups) for split, groups in dataset.splits.items()},
-        "features": features,
-        "notes": list(dataset.notes),
-        "item_text": dataset.item_text,
-    }
-    return arrays, manifest
-
-
-def _load_converted(path: Path, wanted: Sequence[str] | None) -> Dataset:
-    try:
-        manifest = json.loads((path / MANIFEST_FILE).read_text())
-        with np.load(path / ARRAYS_FILE, allow_pickle=False) as stored:
-            arrays = dict(stored)
-    except (OSError, ValueError) as error:
-        raise DataError(f"{path}: cannot read the converted dataset ({error})") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DataError(f"{path / MANIFEST_FILE}: not a {FORMAT} manifest")
-    if manifest.get("version") != VERSION:
-        raise DataError(
-            f"{path / MANIFEST_FILE}: version {manifest.get('version')}, expected {VERSION}"
-        )
-    shape = (manifest["num_users"], manifest["num_items"])
-
-    def matrix(key: str) -> sp.csr_matrix | None:
-        if f"{key}_indptr" not in arrays:
-            return None
-        indices = arrays[f"{key}_indices"]
-        ones = np.ones(len(indices), dtype=np.float32)
-        return sp.csr_matrix((ones, indices, arrays[f"{key}_indptr"]), shape=shape)
-
-    return Dataset(
-        name=manifest["name"],
-        num_users=shape[0],
-        num_items=shape[1],
-        train=matrix("train"),
-        cold_items=arrays["cold_items"],
-        splits={
-            split: {group: matrix(f"{split}_{group}") for group in groups}
-            for split, groups in manifest["splits"].items()
-        },
-        features=_converted_features(path, manifest["features"], arrays, wanted),
-        user_ids=arrays.get("user_ids"),
-        item_ids=arrays.get("item_ids"),
-        known=matrix("known"),
-        notes=list(manifest["notes"]),
-        item_text=manifest["item_text"],
-    )
-
-
-def _converted_features(
-    path: Path, entries: list[dict], arrays: dict[str, np.ndarray], wanted: Sequence[str] | None
-) -> dict[str, Feature]:
-    by_name = {entry["name"]: index for index, entry in enumerate(entries)}
-    features: dict[str, Feature] = {}
-    for name in list(by_name) if wanted is None else wanted:
-        if name not in by_name:
-            offered = ", ".join(by_name) or "none"
-            raise DataError(f"{path}: unknown feature {name!r}; this dataset has {offered}")
-        index = by_name[name]
-        if entries[index]["kind"] == "words":
-            items = torch.from_numpy(arrays[f"feature{index}_items"])
-            words = torch.from_numpy(arrays[f"feature{index}_words"])
-            features[name] = WordIds(items, words, int(entries[index]["num_words"]))
-        else:
-            features[name] = torch.from_numpy(arrays[f"feature{index}"])
-    return features
