@@ -196,3 +196,28 @@ def test_cli_resume_keeps_the_runs_own_settings(tmp_path):
     assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 0
     saved = json.loads((run / "results.json").read_text())
     assert saved["epochs_run"] == 2 and saved["config"]["num_neg"] == 8
+
+
+def test_unknown_early_stop_group_is_refused(dataset, tmp_path):
+    config = make_config({**FAST, "early_stop_metric": "nope/recall@20"})
+    with pytest.raises(ColdbrewError, match="not in validation"):
+        train(config, tmp_path / "run", dataset=dataset)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_model_with_its_own_scoring_is_evaluated_through_it(dataset):
+    from coldbrew.models.clcrec import CLCRec
+    from coldbrew.training.trainer import evaluate_model
+
+    class Reversed(CLCRec):
+        @torch.no_grad()
+        def score_users(self, users):
+            return -(self.user_embeddings()[users] @ self.item_embeddings().T)
+
+    config = make_config(FAST)
+    model = Reversed.from_dataset(dataset)
+    plain = CLCRec.from_dataset(dataset)
+    plain.load_state_dict(model.state_dict())
+    reversed_recall = evaluate_model(model, dataset, "val", config)["all"]["recall@50"]
+    plain_recall = evaluate_model(plain, dataset, "val", config)["all"]["recall@50"]
+    assert reversed_recall != plain_recall  # the override was used, not the embeddings

@@ -58,6 +58,9 @@ def early_stop_key(config: TrainConfig, dataset: Dataset) -> tuple[str, str]:
         group, _, metric = config.early_stop_metric.partition("/")
         if not metric:
             raise ColdbrewError("early_stop_metric must look like 'cold/recall@20'")
+        if group not in dataset.groups("val"):
+            offered = ", ".join(dataset.groups("val")) or "none"
+            raise ColdbrewError(f"early_stop_metric group {group!r} not in validation ({offered})")
         return group, metric
     groups = dataset.groups("val")
     if not groups:
@@ -68,19 +71,21 @@ def early_stop_key(config: TrainConfig, dataset: Dataset) -> tuple[str, str]:
 
 
 def evaluate_model(model: Recommender, dataset: Dataset, split: str, config: TrainConfig) -> dict:
-    from coldbrew.evaluation import evaluate_embeddings
+    """Full ranking: from the embedding matrices, or ``score_users`` where a model overrides it."""
+    from coldbrew.evaluation import evaluate_embeddings, evaluate_scores
 
+    options = {
+        "split": split,
+        "ks": config.resolved_ks(),
+        "chunk_elements": config.eval_chunk_elements,
+    }
     model.eval()
     with torch.no_grad():
-        users, items = model.user_embeddings().float(), model.item_embeddings().float()
-        metrics = evaluate_embeddings(
-            dataset,
-            users,
-            items,
-            split=split,
-            ks=config.resolved_ks(),
-            chunk_elements=config.eval_chunk_elements,
-        )
+        if type(model).score_users is not Recommender.score_users:
+            metrics = evaluate_scores(dataset, model.score_users, **options)
+        else:
+            users, items = model.user_embeddings().float(), model.item_embeddings().float()
+            metrics = evaluate_embeddings(dataset, users, items, **options)
     model.train()
     return metrics
 
