@@ -113,7 +113,7 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 
 
 def canonical_key(key: str) -> str:
-    key = ALIASES.get(key, key)
+    """``--batch-size``/``batch_size`` -> ``batch_size``; original names via ``ALIASES``."""
     key = key.replace("-", "_")
     return ALIASES.get(key, key)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
@@ -14,14 +16,24 @@ LAST = "last.pt"
 BEST = "best.pt"
 
 
-def save_checkpoint(payload: dict, path: Path) -> None:
-    """Write ``payload`` so that ``path`` is always either the old or the new complete file."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    Readers see either the old complete file or the new one; a failed write leaves no temporary.
+    """
     temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        torch.save(payload, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def save_checkpoint(payload: dict, path: Path) -> None:
+    atomic_write(path, lambda handle: torch.save(payload, handle))
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:

@@ -4,7 +4,6 @@ results.json}; ``evaluate_run`` reloads the best checkpoint and evaluates it."""
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from coldbrew.data import load_dataset
 from coldbrew.data.dataset import SPLITS, Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.models import build_model
-from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint
+from coldbrew.training.checkpoint import BEST, LAST, atomic_write, load_checkpoint
 from coldbrew.training.runtime import device_name, resolve_device
 from coldbrew.training.trainer import NonFiniteLoss, Trainer, evaluate_model
 
@@ -40,9 +39,8 @@ def versions() -> dict:
 
 
 def write_json(payload: dict, path: Path) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(payload, indent=2, default=float))
-    os.replace(temporary, path)
+    text = json.dumps(payload, indent=2, default=float).encode()
+    atomic_write(path, lambda handle: handle.write(text))
 
 
 def load_run_dataset(config: TrainConfig) -> Dataset:
