@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
+
+from shared_data import use_shared_data  # benchmarks/ is on sys.path when run as a script
 
 REFERENCE_RECALL = 0.1051
 ORIGINAL_SECONDS = 3000.0
 
 
 def main() -> int:
+    own = sys.argv[1 : sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    if {"-h", "--help"} & set(own):
+        print(__doc__)
+        return 0
     extra = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-    os.environ.setdefault(
-        "COLDBREW_DATA", str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
-    )
+    use_shared_data()
     from coldbrew.cli import main as cli
 
     run = Path(tempfile.mkdtemp(prefix="coldbrew-acc-")) / "run"

@@ -30,22 +30,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from original_eval import original_evaluate  # noqa: E402
+from shared_data import dataset_path  # noqa: E402
 
 import coldbrew  # noqa: E402
 from coldbrew.evaluation import evaluate_embeddings, full_ranking, group_candidates  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 DATASET = "clcrec-movielens"
 TOP_K = 20
 DIM = 64
-
-
-def data_path() -> Path:
-    root = os.environ.get("COLDBREW_DATA") or str(ROOT / ".." / "shared" / "data")
-    path = Path(root).resolve() / DATASET
-    if not path.is_dir():
-        sys.exit(f"{path} not found: set COLDBREW_DATA to the folder holding {DATASET}/")
-    return path
 
 
 def timed(function, device: torch.device, repeats: int) -> tuple[float, object]:
@@ -73,7 +65,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    path = data_path()
+    path = dataset_path(DATASET)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "no feature file": features are not needed here

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import torch
+from shared_data import dataset_path  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 DATASET = "clcrec-movielens"
 BENCH = (
     "import argparse, sys\n"
@@ -36,14 +36,6 @@ BENCH = (
     "add_bench_parser(parser.add_subparsers())\n"
     "sys.exit(run_bench(parser.parse_args(sys.argv[1:])))\n"
 )
-
-
-def data_path() -> Path:
-    root = os.environ.get("COLDBREW_DATA") or str(ROOT / ".." / "shared" / "data")
-    path = Path(root).resolve() / DATASET
-    if not path.is_dir():
-        sys.exit(f"{path} not found: set COLDBREW_DATA to the folder holding {DATASET}/")
-    return path
 
 
 def precompute(path: Path) -> dict:
@@ -105,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    path = data_path()
+    path = dataset_path(DATASET)
     if not args.skip_precompute:
         print(json.dumps(precompute(path)), flush=True)
     rates: dict[bool, list[float]] = {False: [], True: []}

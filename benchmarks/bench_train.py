@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from original_pipeline import time_original_sampler, time_original_training  # noqa: E402
+from shared_data import use_shared_data  # noqa: E402
 
 from coldbrew import load_dataset  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
@@ -75,10 +75,7 @@ def main() -> int:
     )
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
-    if "COLDBREW_DATA" not in os.environ:
-        os.environ["COLDBREW_DATA"] = str(
-            Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-        )
+    use_shared_data()
     dataset = load_dataset(args.data, trust_pickle=args.trust_pickle, features=[])
     features = list(random_features(dataset.num_items, args.feature_dims, seed=1).values())
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

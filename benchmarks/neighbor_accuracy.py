@@ -23,8 +23,8 @@ import warnings
 from pathlib import Path
 
 import torch
+from shared_data import use_shared_data  # benchmarks/ is on sys.path when run as a script
 
-ROOT = Path(__file__).resolve().parents[1]
 DATASET = "ml-1m-coldstart"
 
 
@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    os.environ.setdefault("COLDBREW_DATA", str((ROOT / ".." / "shared" / "data").resolve()))
+    use_shared_data()
     from coldbrew import load_dataset
 
     with warnings.catch_warnings():
