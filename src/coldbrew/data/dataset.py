@@ -2,7 +2,7 @@
 
 Items and users are indexed ``0..n-1`` internally. Training interactions and every held-out
 group are ``scipy.sparse.csr_matrix`` of shape ``(num_users, num_items)`` (row = user, column =
-item, value 1). ``to_torch_csr`` turns one into index tensors on any device.
+item, value 1); the trainer and evaluator move the index arrays to the device they need.
 """
 
 from __future__ import annotations
@@ -176,12 +176,3 @@ def interactions_to_csr(
     matrix.data[:] = 1.0
     matrix.sort_indices()
     return matrix
-
-
-def to_torch_csr(
-    matrix: sp.csr_matrix, device: torch.device | str = "cpu"
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(indptr, indices)`` int64 tensors on ``device``; rows sorted as in the matrix."""
-    indptr = torch.from_numpy(matrix.indptr.astype(np.int64)).to(device)
-    indices = torch.from_numpy(matrix.indices.astype(np.int64)).to(device)
-    return indptr, indices

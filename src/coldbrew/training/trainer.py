@@ -204,7 +204,8 @@ class Trainer:
                 f"non-finite loss at epoch {epoch}, step {bad_step}; stopped training"
             )
         self.state.samples_seen += count
-        return {name: float(value) / steps for name, value in sums.items()}
+        means = (torch.stack(list(sums.values())) / steps).tolist()  # one transfer for every term
+        return dict(zip(sums, means, strict=True))
 
     def _gpu_postfix(self, bar) -> None:
         """GPU utilisation and memory next to the bar's samples/s (NVML reads: no device sync)."""
