@@ -58,7 +58,7 @@ def reference_loss(model: CLCRec, users, items, use_content):
     return model.lr_lambda * loss1 + (1 - model.lr_lambda) * loss2 + model.reg_weight * reg
 
 
-@pytest.mark.parametrize("scoring", ["dense", "gather"])
+@pytest.mark.parametrize("scoring", ["fused", "dense", "gather"])
 @pytest.mark.parametrize("words", [False, True])
 def test_loss_matches_plain_reference_value_and_gradients(scoring, words):
     model = make_model(words=words, scoring=scoring)

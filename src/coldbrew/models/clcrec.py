@@ -20,8 +20,11 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
   share), reported as ``"neighbor"``; see ``coldbrew.models.neighbors``.
 
 Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
-with the neighbor term, the users' common items join that one call), and every
-``(B, 1+K, dim)`` gather is shared by both loss terms.
+with the neighbor term, the users' common items join that one call). The ``B·(1+K)`` products
+of the two InfoNCE terms are computed by one of three equal paths (``scoring``): ``fused``
+(sampled products, no ``(B, 1+K, dim)`` tensor; see ``gather_dot``; the CPU default), ``gather``
+(gather the rows, then batched products) or ``dense`` (score every distinct item, then pick);
+on a GPU ``auto`` picks dense while the distinct items are few per batch row, else gather.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from torch import nn
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
+from coldbrew.models.gather_dot import gather_dot
 from coldbrew.models.neighbors import NeighborGraph
 
 WORD_DIM = 128
@@ -148,8 +152,8 @@ class CLCRec(Recommender):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
             raise ColdbrewError(f"mix_mode must be 'original' or 'bernoulli', not {mix_mode!r}")
-        if scoring not in ("auto", "dense", "gather"):
-            raise ColdbrewError(f"scoring must be auto, dense or gather, not {scoring!r}")
+        if scoring not in ("auto", "fused", "dense", "gather"):
+            raise ColdbrewError(f"scoring must be auto, fused, dense or gather, not {scoring!r}")
         self.scoring = scoring
         self.num_users, self.num_items = num_users, num_items
         self.reg_weight, self.lr_lambda = reg_weight, lr_lambda
@@ -193,8 +197,7 @@ class CLCRec(Recommender):
         item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
         anchor = F.normalize(item_vectors[inverse[:, 0]], dim=1)  # (B, D) positive's ID embedding
-        dense = self.use_dense_scores(len(distinct), items.shape[1])
-        score = self.scores_dense if dense else self.scores_gathered
+        score = self.score_path(len(distinct), items.shape[1], items.device)
         cosine, user_content, user_id = score(anchor, user_rows, content, item_vectors, inverse)
         use_content = self.content_mix_mask(items.shape, items.device)
         item_content = info_nce(cosine / self.temp_value)
@@ -215,11 +218,26 @@ class CLCRec(Recommender):
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
 
-    def use_dense_scores(self, num_distinct: int, row_width: int) -> bool:
-        """Dense products beat gathers while the distinct items are few per row of the batch."""
-        if self.scoring != "auto":
-            return self.scoring == "dense"
-        return num_distinct <= DENSE_RATIO * row_width
+    def score_path(self, num_distinct: int, row_width: int, device: torch.device):
+        """The ``scores_*`` method for this step (all three give the same values)."""
+        scoring = self.scoring
+        if scoring == "auto" and device.type == "cpu":
+            scoring = "fused"  # measured fastest on CPU (BENCHMARKS.md, training throughput)
+        elif scoring == "auto":  # dense products beat gathers while distinct items are few
+            scoring = "dense" if num_distinct <= DENSE_RATIO * row_width else "gather"
+        return {
+            "fused": self.scores_fused,
+            "dense": self.scores_dense,
+            "gather": self.scores_gathered,
+        }[scoring]
+
+    @staticmethod
+    def scores_fused(anchor, user_rows, content, item_vectors, inverse):
+        """Sampled products of the ``B·(1+K)`` pairs only; no ``(B, 1+K, D)`` tensor."""
+        content_norms = content.norm(dim=1).clamp_min(1e-12)[inverse]  # (B, 1 + K)
+        both = gather_dot(torch.stack([anchor, user_rows], dim=1), content, inverse)
+        user_id = gather_dot(user_rows.unsqueeze(1), item_vectors, inverse)  # (B, 1 + K, 1)
+        return both[..., 0] / content_norms, both[..., 1], user_id[..., 0]
 
     @staticmethod
     def scores_gathered(anchor, user_rows, content, item_vectors, inverse):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import random
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runti
         raise ColdbrewError(f"precision {precision} needs a CUDA device; use fp32 on {device.type}")
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    if device.type == "cpu":
+        keep_freed_memory_for_reuse()
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -58,6 +61,32 @@ def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runti
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
     return Runtime(device=device, autocast_dtype=dtype, scaler=scaler)
+
+
+ALLOCATOR_THRESHOLD = 1 << 30  # bytes
+
+
+def keep_freed_memory_for_reuse() -> bool:
+    """Let glibc's malloc reuse freed blocks up to 1 GiB instead of unmapping them.
+
+    A CPU training step allocates and frees the same large tensors every step. By default glibc
+    serves blocks over 32 MiB (less before its threshold adapts) with a fresh ``mmap`` and
+    unmaps them when freed, so every step pays a page fault for every 4 KiB it writes: measured
+    at 35 % of a CLCRec step before the fused scoring path, about 13 % after (BENCHMARKS.md).
+    Raising the mmap and trim thresholds keeps those pages mapped; the process's resident
+    memory then stays near its peak instead of shrinking between steps. Returns whether the
+    setting took (False on non-glibc systems or with ``COLDBREW_KEEP_FREED_MEMORY=0``).
+    """
+    if os.environ.get("COLDBREW_KEEP_FREED_MEMORY", "1") == "0":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, ALLOCATOR_THRESHOLD)) and bool(
+        mallopt(m_trim_threshold, ALLOCATOR_THRESHOLD)
+    )
 
 
 def seed_everything(seed: int) -> None:

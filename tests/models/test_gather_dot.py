@@ -1,0 +1,43 @@
+import pytest
+import torch
+
+from coldbrew.models import gather_dot as gather_dot_module
+from coldbrew.models.gather_dot import gather_dot, gather_dot_reference
+
+
+@pytest.mark.parametrize("num_queries", [1, 2, 3])
+@pytest.mark.parametrize("block_elements", [1, 50, 1 << 21])  # one row, a few rows, all rows
+def test_values_and_gradients_match_the_plain_gather(monkeypatch, num_queries, block_elements):
+    monkeypatch.setattr(gather_dot_module, "BLOCK_ELEMENTS", block_elements)
+    generator = torch.Generator().manual_seed(num_queries)
+    queries = torch.randn(7, num_queries, 5, generator=generator, requires_grad=True)
+    table = torch.randn(11, 5, generator=generator, requires_grad=True)
+    index = torch.randint(11, (7, 4), generator=generator)
+    index[0] = 3  # one row names the same table row every time
+    upstream = torch.randn(7, 4, num_queries, generator=generator)
+
+    fast = gather_dot(queries, table, index)
+    fast_grads = torch.autograd.grad(fast, [queries, table], upstream)
+    plain = gather_dot_reference(queries, table, index)
+    plain_grads = torch.autograd.grad(plain, [queries, table], upstream)
+
+    assert fast.shape == (7, 4, num_queries)
+    torch.testing.assert_close(fast, plain)
+    for mine, theirs in zip(fast_grads, plain_grads, strict=True):
+        torch.testing.assert_close(mine, theirs)
+
+
+def test_table_rows_never_named_get_zero_gradient():
+    table = torch.randn(6, 3, requires_grad=True)
+    queries = torch.randn(2, 1, 3)
+    (grad,) = torch.autograd.grad(
+        gather_dot(queries, table, torch.tensor([[1, 1], [4, 1]])).sum(), [table]
+    )
+    assert grad[[0, 2, 3, 5]].abs().sum() == 0
+    torch.testing.assert_close(grad[1], 2 * queries[0, 0] + queries[1, 0])
+    torch.testing.assert_close(grad[4], queries[1, 0])
+
+
+def test_rejects_wrong_ranks():
+    with pytest.raises(ValueError, match="queries"):
+        gather_dot(torch.randn(2, 3), torch.randn(4, 3), torch.zeros(2, 1, dtype=torch.long))
