@@ -1,4 +1,4 @@
-"""Negative sampling on the device, exact and without rejection loops.
+"""Negative sampling on the device, exact: a sync-free rank method, and a faster CPU one.
 
 For each user, negatives are drawn uniformly *with replacement* from the warm items the user has
 no known interaction with (the original CLCRec excludes every known item and every cold item;
@@ -10,6 +10,12 @@ ranks ``k_0 < k_1 < ... < k_{m-1}``, draw ``r`` uniform in ``[0, W - m)``; the `
 is ``r + #{j : k_j - j <= r}``, because ``k_j - j`` counts the free ranks below ``k_j``. The
 count is one ``searchsorted`` over all users' shifted keys ``u * (W + 1) + (k_j - j)``, which
 are globally sorted. No Python loop, no host sync, no rejection.
+
+On the CPU, where a host sync costs nothing, ``method="rejection"`` (the CPU default while the
+bitset fits in ``BITSET_BUDGET_BYTES``) is faster: draw warm ranks uniformly, look each up in a
+users × warm-items bitset, redraw the known ones; positions still known after ``MAX_ROUNDS``
+redraws (users who know most warm items) are drawn by the rank method. Each accepted draw is
+uniform over the user's free items either way, so both methods sample the same distribution.
 """
 
 from __future__ import annotations
@@ -20,15 +26,22 @@ import torch
 
 from coldbrew.errors import DataError
 
+BITSET_BUDGET_BYTES = 512 << 20  # users × warm items bits; above it the CPU uses ranks too
+MAX_ROUNDS = 8  # rejection redraws before the rank method takes the remaining positions
+
 
 class NegativeSampler:
     """Draws ``num_neg`` negatives per row for a batch of users, on ``device``."""
 
     def __init__(
-        self, exclude: sp.csr_matrix, warm_items: np.ndarray, device: torch.device | str = "cpu"
+        self,
+        exclude: sp.csr_matrix,
+        warm_items: np.ndarray,
+        device: torch.device | str = "cpu",
+        method: str = "auto",
     ):
         num_users, num_items = exclude.shape
-        warm_items = np.asarray(warm_items, dtype=np.int64)
+        warm_items = np.ascontiguousarray(warm_items, dtype=np.int64)
         warm_rank = np.full(num_items, -1, dtype=np.int64)
         warm_rank[warm_items] = np.arange(len(warm_items))
         self.num_warm = len(warm_items)
@@ -49,6 +62,21 @@ class NegativeSampler:
         self.row_starts = torch.from_numpy(starts).to(self.device)
         self.free = torch.from_numpy(free).to(self.device)
         self.warm_items = torch.from_numpy(warm_items).to(self.device)
+        # Warm items 0..W-1 (the CLCRec layout's order): a rank is its item, no gather needed.
+        self.ranks_are_items = bool(np.array_equal(warm_items, np.arange(self.num_warm)))
+        self.words_per_user = (self.num_warm + 63) // 64
+        self.method = self._choose_method(method, num_users)
+        self.known_bits = None
+        if self.method == "rejection":
+            self.known_bits = known_bitset(rows, ranks, num_users, self.words_per_user)
+
+    def _choose_method(self, method: str, num_users: int) -> str:
+        if method not in ("auto", "rank", "rejection"):
+            raise ValueError(f"method must be auto, rank or rejection, not {method!r}")
+        if method != "auto":
+            return method
+        fits = num_users * self.words_per_user * 8 <= BITSET_BUDGET_BYTES
+        return "rejection" if self.device.type == "cpu" and fits else "rank"
 
     def check_users(self, users: np.ndarray) -> None:
         """Raise if any of ``users`` has no warm item left to be a negative."""
@@ -63,6 +91,14 @@ class NegativeSampler:
         self, users: torch.Tensor, num_neg: int, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """``(len(users), num_neg)`` internal item ids, none known to its user, all warm."""
+        if self.method == "rank":
+            ranks = self._ranks_by_rank(users, num_neg, generator)
+        else:
+            ranks = self._ranks_by_rejection(users, num_neg, generator)
+        return ranks if self.ranks_are_items else self.warm_items[ranks]
+
+    def _ranks_by_rank(self, users: torch.Tensor, num_neg: int, generator) -> torch.Tensor:
+        """Free warm ranks, ``(B, num_neg)``, by the r-th free rank formula; no host sync."""
         free = self.free[users].unsqueeze(1)  # (B, 1)
         draws = torch.randint(
             0, 2**62, (users.shape[0], num_neg), device=users.device, generator=generator
@@ -72,4 +108,39 @@ class NegativeSampler:
         below = torch.searchsorted(self.keys, queries, right=True) - self.row_starts[
             users
         ].unsqueeze(1)
-        return self.warm_items[free_rank + below]
+        return free_rank + below
+
+    def _known(self, word_starts: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:
+        """Whether warm rank ``ranks`` is known to the user whose bitset starts at ``word_starts``."""
+        words = torch.take(self.known_bits, word_starts + (ranks >> 6))
+        return (words >> (ranks & 63)) & 1 == 1
+
+    def _ranks_by_rejection(self, users: torch.Tensor, num_neg: int, generator) -> torch.Tensor:
+        """Free warm ranks, ``(B, num_neg)``: uniform draws, known ones redrawn (CPU)."""
+        shape = (users.shape[0], num_neg)
+        ranks = torch.randint(0, self.num_warm, shape, device=users.device, generator=generator)
+        word_starts = users * self.words_per_user  # (B,)
+        flat = ranks.view(-1)
+        pending = self._known(word_starts.unsqueeze(1), ranks).view(-1).nonzero().squeeze(1)
+        for _ in range(MAX_ROUNDS):
+            if pending.numel() == 0:
+                return ranks
+            redraw = torch.randint(
+                0, self.num_warm, pending.shape, device=users.device, generator=generator
+            )
+            known = self._known(word_starts[pending // num_neg], redraw)
+            accepted = ~known
+            flat[pending[accepted]] = redraw[accepted]
+            pending = pending[known]
+        if pending.numel():
+            flat[pending] = self._ranks_by_rank(users[pending // num_neg], 1, generator)[:, 0]
+        return ranks
+
+
+def known_bitset(rows: np.ndarray, ranks: np.ndarray, num_users: int, words: int) -> torch.Tensor:
+    """``(num_users * words,)`` int64 words; bit ``r % 64`` of word ``u * words + r // 64`` is
+    set when user ``u`` knows warm rank ``r``."""
+    bits = np.zeros(num_users * words, dtype=np.uint64)
+    values = np.left_shift(np.uint64(1), (ranks % 64).astype(np.uint64))
+    np.bitwise_or.at(bits, rows * words + ranks // 64, values)
+    return torch.from_numpy(bits.view(np.int64))
