@@ -26,6 +26,7 @@ from shared_data import use_shared_data  # noqa: E402
 
 from coldbrew import load_dataset  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
+from coldbrew.training.runtime import keep_freed_memory_for_reuse  # noqa: E402
 
 
 def coldbrew_bench(what: str, args) -> dict:
@@ -76,6 +77,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     use_shared_data()
+    # coldbrew's trainer sets this on the CPU; set it first so both sides run with it.
+    allocator_kept = keep_freed_memory_for_reuse()
     dataset = load_dataset(args.data, trust_pickle=args.trust_pickle, features=[])
     features = list(random_features(dataset.num_items, args.feature_dims, seed=1).values())
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -84,6 +87,7 @@ def main() -> int:
         "num_neg": args.num_neg,
         "feature_dims": args.feature_dims,
         "threads": torch.get_num_threads(),
+        "keep_freed_memory": allocator_kept,
         "date": date,
     }
 
