@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import WordIds
+from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec, distinct_items
 
@@ -121,3 +122,10 @@ def test_loss_is_finite_and_decreases_with_training():
         loss.backward()
         optimizer.step()
     assert loss.item() < first - 0.1
+
+
+def test_fused_scoring_is_the_cpu_default_and_refused_elsewhere():
+    assert make_model().score_path(5, 3, torch.device("cpu")) == CLCRec.scores_fused
+    assert make_model().score_path(5, 3, torch.device("meta")) == CLCRec.scores_dense
+    with pytest.raises(ColdbrewError, match="CPU only"):
+        make_model(scoring="fused").score_path(5, 3, torch.device("meta"))

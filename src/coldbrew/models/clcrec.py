@@ -221,6 +221,8 @@ class CLCRec(Recommender):
     def score_path(self, num_distinct: int, row_width: int, device: torch.device):
         """The ``scores_*`` method for this step (all three give the same values)."""
         scoring = self.scoring
+        if scoring == "fused" and device.type != "cpu":
+            raise ColdbrewError("scoring='fused' runs on the CPU only (not yet run on a GPU)")
         if scoring == "auto" and device.type == "cpu":
             scoring = "fused"  # measured fastest on CPU (BENCHMARKS.md, training throughput)
         elif scoring == "auto":  # dense products beat gathers while distinct items are few

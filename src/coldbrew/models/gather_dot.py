@@ -15,6 +15,9 @@ is 135 MB per gather, memory-bound on a CPU). Here:
   CPU).
 
 Same values and gradients as the plain form (tested against it); used by CLCRec on the CPU.
+The sparse pattern has unsorted and repeated columns within a row (a negative may be drawn
+twice). The CPU kernel computes each listed product independently, which the tests check;
+CUDA's SDDMM has not been run on such a pattern, so CLCRec keeps this path to the CPU.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ import torch.nn.functional as F
 BLOCK_ELEMENTS = 1 << 21  # (rows, J, D) block of the table gradient: 8 MB of fp32, fits in L3
 
 
-def _sampled_pattern(index: torch.Tensor, num_rows: int) -> torch.Tensor:
+def _sampled_pattern(index: torch.Tensor, num_rows: int, dtype: torch.dtype) -> torch.Tensor:
     """A ``(B, num_rows)`` CSR tensor whose row ``b`` holds the columns ``index[b]``."""
     batch, width = index.shape
     row_starts = torch.arange(0, batch * width + 1, width, device=index.device)
-    values = torch.zeros(batch * width, device=index.device)
+    values = torch.zeros(batch * width, device=index.device, dtype=dtype)
     with warnings.catch_warnings():  # "sparse CSR support is in beta": true, and not news
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         return torch.sparse_csr_tensor(
@@ -43,7 +46,7 @@ class _GatherDot(torch.autograd.Function):
     @staticmethod
     def forward(ctx, queries: torch.Tensor, table: torch.Tensor, index: torch.Tensor):
         batch, width = index.shape
-        pattern = _sampled_pattern(index, table.shape[0]).to(queries.dtype)
+        pattern = _sampled_pattern(index, table.shape[0], queries.dtype)
         columns = [
             torch.sparse.sampled_addmm(pattern, queries[:, m], table.T, beta=0.0).values()
             for m in range(queries.shape[1])
