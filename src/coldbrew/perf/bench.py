@@ -146,6 +146,7 @@ def run_bench(args: argparse.Namespace) -> int:
         "precision": trainer.runtime.precision,
         "compile": config.compile,
         "neighbor_loss": config.neighbor_loss,
+        "sampler": trainer.sampler.method,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,24 @@
+"""`coldbrew bench`: one JSON line with what was measured, for each kind of measurement."""
+
+import json
+
+import pytest
+
+from coldbrew.cli import main
+
+
+@pytest.mark.parametrize("what", ["sample", "train", "eval"])
+def test_bench_prints_one_json_line_of_measurements(capsys, what):
+    argv = ["bench", what, "--data", "synthetic:users=60,items=40", "--num-neg", "4"]
+    argv += ["--batch-size", "32", "--feature-dims", "8,4", "--seconds", "0.2", "--warmup", "1"]
+    assert main([*argv, "--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert result["benchmark"] == what
+    assert result["calls"] >= 1 and result["seconds"] > 0
+    assert result["samples_per_second"] > 0
+    assert result["peak_memory_bytes"] > 0
+    assert sorted(result["feature_dims"].values()) == [4, 8]
+    assert result["sampler"] == "rejection"  # the CPU default while the bitset fits
+    assert result["device"].startswith("cpu")
