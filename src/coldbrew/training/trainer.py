@@ -108,17 +108,19 @@ class Trainer:
         device = self.runtime.device
         self.model = build_model(config.model, dataset, config).to(device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
-        # dynamic=False: the sampler's randint cannot take a symbolic batch size (a new batch size
-        # recompiles instead; an epoch has two: full batches and the last, shorter one)
-        self.sample_fn = (
-            torch.compile(self._sample, dynamic=False) if config.compile else self._sample
-        )
         self.step_fn = torch.compile(self._loss) if config.compile else self._loss
         coo = dataset.train.tocoo()
         self.train_users = torch.from_numpy(coo.row.astype(np.int64)).to(device)
         self.train_items = torch.from_numpy(coo.col.astype(np.int64)).to(device)
         self.sampler = NegativeSampler(dataset.exclusion_matrix(), dataset.warm_items, device)
         self.sampler.check_users(np.unique(coo.row))
+        # Only the rank method compiles: the CPU rejection loop has data-dependent sizes. And
+        # dynamic=False: its randint cannot take a symbolic batch size (a new batch size
+        # recompiles instead; an epoch has two: full batches and the last, shorter one).
+        compile_sampler = config.compile and self.sampler.method == "rank"
+        self.sample_fn = (
+            torch.compile(self._sample, dynamic=False) if compile_sampler else self._sample
+        )
         self.state = TrainState()
         self.group, self.metric = early_stop_key(config, dataset)
         steps = math.ceil(len(self.train_users) / config.batch_size) * config.epochs
