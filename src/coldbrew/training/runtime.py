@@ -74,9 +74,9 @@ def keep_freed_memory_for_reuse() -> bool:
     unmaps them when freed, so the next step page-faults every 4 KiB it writes again. Raising
     the mmap and trim thresholds lets freed blocks be reused; glibc still maps some blocks
     afresh depending on the heap's layout, so this is a measured speed-up, not a guarantee:
-    460 → 297 ms median for a CLCRec step on the old gather path, 172 → 149 ms on the fused
-    path (BENCHMARKS.md). Resident memory stays near its peak instead of shrinking between
-    steps. Returns whether the setting took (False on non-glibc systems or with
+    460 → 297 ms a CLCRec step on the old gather path (mean of 10), 172 → 149 ms (median of 30)
+    on the fused path (BENCHMARKS.md). Resident memory stays near its peak instead of shrinking
+    between steps. Returns whether the setting took (False on non-glibc systems or with
     ``COLDBREW_KEEP_FREED_MEMORY=0``).
     """
     if os.environ.get("COLDBREW_KEEP_FREED_MEMORY", "1") == "0":
