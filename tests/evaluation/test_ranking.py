@@ -12,7 +12,8 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation import evaluate_embeddings, evaluate_scores, full_ranking
-from coldbrew.evaluation.ranking import _chunk_shape, _EmbeddingScores, _make_plan
+from coldbrew.evaluation.plan import make_plan
+from coldbrew.evaluation.ranking import _chunk_shape, _EmbeddingScores
 
 NUM_USERS, NUM_ITEMS, NUM_COLD = 40, 60, 15
 
@@ -113,7 +114,7 @@ def test_vectorized_matches_per_user_loop(group, ks, chunking):
 def test_small_budget_really_cuts_columns():
     dataset = make_dataset()
     users, items = random_vectors()
-    plan = _make_plan(dataset.train, dataset.splits["val"]["all"], None, torch.device("cpu"))
+    plan = make_plan(dataset.train, dataset.splits["val"]["all"], None, torch.device("cpu"))
     source = _EmbeddingScores(users, items, plan)
     rows, columns = _chunk_shape(source, plan, top=10, chunk_elements=64, user_chunk=None)
     assert rows == len(plan.users) and columns == 10 < NUM_ITEMS

@@ -19,14 +19,13 @@ The only Python loop is over chunks; the metrics reach the host once, at the end
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-import numpy as np
 import scipy.sparse as sp
 import torch
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import check_ks, metric_names, metric_sums
+from coldbrew.evaluation.plan import Plan, make_plan
 
 ScoreUsers = Callable[[torch.Tensor], torch.Tensor]
 
@@ -34,110 +33,12 @@ DEFAULT_CHUNK_ELEMENTS = 1 << 24  # scores held at once: 64 MiB of float32
 MIN_USER_CHUNK = 256  # below this many rows per chunk, cut columns instead
 
 
-@dataclass
-class _Plan:
-    """Everything about one (train, positives, candidates) triple that does not depend on scores."""
-
-    users: torch.Tensor  # (N,) dataset user ids with at least one positive
-    num_positives: torch.Tensor  # (N,) all of the user's held-out positives
-    candidate_items: torch.Tensor | None  # (C,) item id of each candidate column; None = all
-    num_candidates: int
-    train_indptr: np.ndarray  # (N + 1,) host offsets into train_rows / train_columns
-    train_rows: torch.Tensor  # (T,) plan row of each training interaction on a candidate
-    train_columns: torch.Tensor  # (T,) its candidate column
-    positive_keys: torch.Tensor  # (P,) sorted row * C + column of each positive candidate
-
-
-def check_candidates(candidates, num_items: int) -> np.ndarray | None:
-    """A boolean mask or an index array over items -> sorted unique item ids; None = every item."""
-    if candidates is None:
-        return None
-    if isinstance(candidates, torch.Tensor):
-        candidates = candidates.detach().cpu().numpy()
-    candidates = np.asarray(candidates)
-    if candidates.dtype == bool:
-        if candidates.shape != (num_items,):
-            raise ColdbrewError(
-                f"a candidate mask needs one entry per item ({num_items}), got shape {candidates.shape}"
-            )
-        return np.flatnonzero(candidates)
-    if candidates.ndim != 1 or (
-        candidates.size and not np.issubdtype(candidates.dtype, np.integer)
-    ):
-        raise ColdbrewError("candidates must be a boolean item mask or a 1-D array of item ids")
-    candidates = np.unique(candidates.astype(np.int64))
-    if candidates.size and (candidates[0] < 0 or candidates[-1] >= num_items):
-        raise ColdbrewError(f"candidate item id out of range 0..{num_items - 1}")
-    return candidates
-
-
-def _rows_on_candidates(
-    matrix: sp.csr_matrix, users: np.ndarray, column_of_item: np.ndarray | None
-):
-    """Rows ``users`` of ``matrix`` as (indptr, row, candidate column), non-candidates dropped."""
-    sub = matrix[users]
-    rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(sub.indptr))
-    columns = sub.indices.astype(np.int64)
-    if column_of_item is not None:
-        columns = column_of_item[columns]
-        keep = columns >= 0
-        rows, columns = rows[keep], columns[keep]
-    counts = np.bincount(rows, minlength=len(users))
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return indptr, rows, columns
-
-
-def _canonical(matrix) -> sp.csr_matrix:
-    """CSR without duplicate entries (a copy only when the input has duplicates or is not CSR)."""
-    matrix = sp.csr_matrix(matrix)
-    if not matrix.has_canonical_format:
-        matrix = matrix.copy()
-        matrix.sum_duplicates()
-    return matrix
-
-
-def _make_plan(train, positives, candidates, device: torch.device) -> _Plan:
-    if not sp.issparse(train) or not sp.issparse(positives):
-        raise ColdbrewError("train and positives must be scipy sparse (users × items) matrices")
-    train, positives = _canonical(train), _canonical(positives)
-    if train.shape != positives.shape:
-        raise ColdbrewError(f"train {train.shape} and positives {positives.shape} differ in shape")
-    num_items = train.shape[1]
-    candidate_items = check_candidates(candidates, num_items)
-    column_of_item = None
-    num_candidates = num_items
-    if candidate_items is not None:
-        column_of_item = np.full(num_items, -1, dtype=np.int64)
-        column_of_item[candidate_items] = np.arange(len(candidate_items))
-        num_candidates = len(candidate_items)
-
-    positive_counts = np.diff(positives.indptr)  # every stored entry is a positive
-    users = np.flatnonzero(positive_counts)
-    train_indptr, train_rows, train_columns = _rows_on_candidates(train, users, column_of_item)
-    _, positive_rows, positive_columns = _rows_on_candidates(positives, users, column_of_item)
-    positive_keys = np.sort(positive_rows * max(num_candidates, 1) + positive_columns)
-
-    def to_device(array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64)).to(device)
-
-    return _Plan(
-        users=to_device(users),
-        num_positives=to_device(positive_counts[users]),
-        candidate_items=None if candidate_items is None else to_device(candidate_items),
-        num_candidates=num_candidates,
-        train_indptr=train_indptr,
-        train_rows=to_device(train_rows),
-        train_columns=to_device(train_columns),
-        positive_keys=to_device(positive_keys),
-    )
-
-
 class _EmbeddingScores:
     """Scores as inner products; any column block can be computed on its own."""
 
     column_blocks = True
 
-    def __init__(self, user_vectors: torch.Tensor, item_vectors: torch.Tensor, plan: _Plan):
+    def __init__(self, user_vectors: torch.Tensor, item_vectors: torch.Tensor, plan: Plan):
         self.user_vectors = user_vectors
         items = item_vectors if plan.candidate_items is None else item_vectors[plan.candidate_items]
         self.item_vectors = items  # (C, d)
@@ -154,7 +55,7 @@ class _FunctionScores:
 
     column_blocks = False
 
-    def __init__(self, score_users: ScoreUsers, num_items: int, plan: _Plan):
+    def __init__(self, score_users: ScoreUsers, num_items: int, plan: Plan):
         self.score_users = score_users
         self.num_items = num_items
         self.candidate_items = plan.candidate_items
@@ -208,7 +109,7 @@ def _mask_seen(
     scores.index_put_((rows, local), penalty, accumulate=True)
 
 
-def _find_hits(plan: _Plan, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+def _find_hits(plan: Plan, rows: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     """``hits[b, r]``: is candidate ``columns[b, r]`` a positive of plan row ``rows[b]``?"""
     keys = plan.positive_keys
     if keys.numel() == 0:
@@ -218,7 +119,7 @@ def _find_hits(plan: _Plan, rows: torch.Tensor, columns: torch.Tensor) -> torch.
     return keys[position] == query
 
 
-def _chunk_shape(source, plan: _Plan, top: int, chunk_elements, user_chunk) -> tuple[int, int]:
+def _chunk_shape(source, plan: Plan, top: int, chunk_elements, user_chunk) -> tuple[int, int]:
     """(users per chunk, candidate columns per block) keeping a score block near the budget."""
     budget = DEFAULT_CHUNK_ELEMENTS if chunk_elements is None else int(chunk_elements)
     if budget < 1 or (user_chunk is not None and int(user_chunk) < 1):
@@ -233,7 +134,7 @@ def _chunk_shape(source, plan: _Plan, top: int, chunk_elements, user_chunk) -> t
     return rows, columns
 
 
-def _top_k(source, prepared, plan: _Plan, first: int, last: int, top: int, columns_per_block: int):
+def _top_k(source, prepared, plan: Plan, first: int, last: int, top: int, columns_per_block: int):
     """Top ``top`` (values, candidate columns) of plan rows ``[first, last)``, merged over blocks."""
     train_start, train_stop = int(plan.train_indptr[first]), int(plan.train_indptr[last])
     seen_rows = plan.train_rows[train_start:train_stop] - first
@@ -256,7 +157,7 @@ def _top_k(source, prepared, plan: _Plan, first: int, last: int, top: int, colum
 
 
 @torch.no_grad()
-def _rank(source, plan: _Plan, ks: tuple[int, ...], chunk_elements, user_chunk) -> dict[str, float]:
+def _rank(source, plan: Plan, ks: tuple[int, ...], chunk_elements, user_chunk) -> dict[str, float]:
     names = metric_names(ks)
     num_users = len(plan.users)
     if num_users == 0:
@@ -310,7 +211,7 @@ def full_ranking(
         if user_vectors is not None or item_vectors is not None:
             raise ColdbrewError("give either score_users or user_vectors/item_vectors, not both")
         device = torch.device(device or "cpu")
-        plan = _make_plan(train, positives, candidates, device)
+        plan = make_plan(train, positives, candidates, device)
         return _rank(
             _FunctionScores(score_users, train.shape[1], plan), plan, ks, chunk_elements, user_chunk
         )
@@ -333,7 +234,7 @@ def rank_embeddings(
     user_chunk: int | None = None,
 ) -> dict[str, float]:
     """``full_ranking`` for vectors already through ``check_vectors`` (checked once per split)."""
-    plan = _make_plan(train, positives, candidates, user_vectors.device)
+    plan = make_plan(train, positives, candidates, user_vectors.device)
     source = _EmbeddingScores(user_vectors, item_vectors, plan)
     return _rank(source, plan, check_ks(ks), chunk_elements, user_chunk)
 
