@@ -140,6 +140,22 @@ def test_score_users_matches_embeddings_on_every_group():
         assert by_vectors[group] == pytest.approx(expected, abs=1e-9)
 
 
+def test_progress_bar_over_users_only_when_labelled(capsys):
+    dataset = make_dataset()
+    users, items = random_vectors()
+    positives = dataset.splits["test"]["all"]
+    options = {"user_vectors": users, "item_vectors": items, "user_chunk": 4}
+    quiet = full_ranking(dataset.train, positives, **options)
+    assert capsys.readouterr().err == ""
+    shown = full_ranking(dataset.train, positives, **options, progress="test all")
+    assert "test all" in capsys.readouterr().err
+    assert shown == quiet
+    # the dataset-level helpers only pass the flag through; metrics do not change
+    assert evaluate_embeddings(dataset, users, items, split="test", progress=True) == (
+        evaluate_embeddings(dataset, users, items, split="test")
+    )
+
+
 def test_score_users_method_of_a_module_gets_users_on_its_device():
     dataset = make_dataset()
     users, items = random_vectors()

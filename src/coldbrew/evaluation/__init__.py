@@ -61,11 +61,13 @@ def evaluate_embeddings(
     *,
     chunk_elements: int | None = None,
     device: torch.device | str | None = None,
+    progress: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Metrics of ``user_vectors @ item_vectors.T`` on every group of ``split``.
 
     ``user_vectors`` is ``[num_users, d]``, ``item_vectors`` ``[num_items, d]``; ranking runs
     on ``device`` (default: where ``user_vectors`` live). A split without groups gives ``{}``.
+    ``progress`` shows a bar over users per group when a group takes more than one chunk.
     """
     ks = check_ks(ks)
     shape = (dataset.num_users, dataset.num_items)
@@ -79,6 +81,7 @@ def evaluate_embeddings(
             candidates=group_candidates(dataset, group),
             ks=ks,
             chunk_elements=chunk_elements,
+            progress=f"{split} {group}" if progress else None,
         )
         for group, positives in dataset.groups(split).items()
     }
@@ -92,6 +95,7 @@ def evaluate_scores(
     *,
     chunk_elements: int | None = None,
     device: torch.device | str | None = None,
+    progress: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Metrics of ``score_users(users) -> [len(users), num_items]`` on every group of ``split``.
 
@@ -112,6 +116,7 @@ def evaluate_scores(
             ks=ks,
             chunk_elements=chunk_elements,
             device=device,
+            progress=f"{split} {group}" if progress else None,
         )
         for group, positives in dataset.groups(split).items()
     }

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import scipy.sparse as sp
 import torch
+from tqdm.auto import tqdm
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import check_ks, metric_names, metric_sums
@@ -157,7 +158,10 @@ def _top_k(source, prepared, plan: Plan, first: int, last: int, top: int, column
 
 
 @torch.no_grad()
-def _rank(source, plan: Plan, ks: tuple[int, ...], chunk_elements, user_chunk) -> dict[str, float]:
+def _rank(
+    source, plan: Plan, ks: tuple[int, ...], chunk_elements, user_chunk, progress: str | None = None
+) -> dict[str, float]:
+    """Metric means over the plan's users; ``progress`` labels a bar over users (None: no bar)."""
     names = metric_names(ks)
     num_users = len(plan.users)
     if num_users == 0:
@@ -166,6 +170,14 @@ def _rank(source, plan: Plan, ks: tuple[int, ...], chunk_elements, user_chunk) -
     device = plan.users.device
     totals = torch.zeros(len(names), dtype=torch.float64, device=device)
     rows_per_chunk, columns_per_block = _chunk_shape(source, plan, top, chunk_elements, user_chunk)
+    bar = tqdm(
+        total=num_users,
+        unit="user",
+        unit_scale=True,
+        desc=progress,
+        leave=False,
+        disable=progress is None or num_users <= rows_per_chunk,  # one chunk: nothing to show
+    )
     for first in range(0, num_users, rows_per_chunk):
         last = min(first + rows_per_chunk, num_users)
         plan_rows = torch.arange(first, last, device=device)
@@ -176,6 +188,8 @@ def _rank(source, plan: Plan, ks: tuple[int, ...], chunk_elements, user_chunk) -
             values, columns = _top_k(source, prepared, plan, first, last, top, columns_per_block)
             hits = _find_hits(plan, plan_rows, columns) & (values != float("-inf"))  # (B, K)
         totals += metric_sums(hits, plan.num_positives[first:last], ks)
+        bar.update(last - first)
+    bar.close()
     nonfinite = getattr(source, "nonfinite", torch.zeros((), dtype=torch.float64, device=device))
     *sums, bad_chunks = torch.cat([totals, nonfinite.reshape(1)]).tolist()  # one host transfer
     if bad_chunks:
@@ -195,6 +209,7 @@ def full_ranking(
     chunk_elements: int | None = None,
     user_chunk: int | None = None,
     device: torch.device | str | None = None,
+    progress: str | None = None,
 ) -> dict[str, float]:
     """Mean precision/recall/NDCG/hit at every K over the users with a positive in ``positives``.
 
@@ -205,6 +220,7 @@ def full_ranking(
     fixes the users per chunk. ``device`` defaults to the vectors' device, or CPU for
     ``score_users``. A user's positives outside the candidates still count in recall's
     denominator, as in the original CLCRec evaluation. No evaluated user -> all zeros.
+    ``progress``: a label for a progress bar over users (shown when there is more than one chunk).
     """
     ks = check_ks(ks)
     if score_users is not None:
@@ -212,14 +228,21 @@ def full_ranking(
             raise ColdbrewError("give either score_users or user_vectors/item_vectors, not both")
         device = torch.device(device or "cpu")
         plan = make_plan(train, positives, candidates, device)
-        return _rank(
-            _FunctionScores(score_users, train.shape[1], plan), plan, ks, chunk_elements, user_chunk
-        )
+        source = _FunctionScores(score_users, train.shape[1], plan)
+        return _rank(source, plan, ks, chunk_elements, user_chunk, progress)
     if user_vectors is None or item_vectors is None:
         raise ColdbrewError("full_ranking needs score_users or both user_vectors and item_vectors")
     user_vectors, item_vectors = check_vectors(user_vectors, item_vectors, train.shape, device)
     return rank_embeddings(
-        train, positives, user_vectors, item_vectors, candidates, ks, chunk_elements, user_chunk
+        train,
+        positives,
+        user_vectors,
+        item_vectors,
+        candidates,
+        ks,
+        chunk_elements,
+        user_chunk,
+        progress,
     )
 
 
@@ -232,11 +255,12 @@ def rank_embeddings(
     ks: Sequence[int] = (10, 20, 50),
     chunk_elements: int | None = None,
     user_chunk: int | None = None,
+    progress: str | None = None,
 ) -> dict[str, float]:
     """``full_ranking`` for vectors already through ``check_vectors`` (checked once per split)."""
     plan = make_plan(train, positives, candidates, user_vectors.device)
     source = _EmbeddingScores(user_vectors, item_vectors, plan)
-    return _rank(source, plan, check_ks(ks), chunk_elements, user_chunk)
+    return _rank(source, plan, check_ks(ks), chunk_elements, user_chunk, progress)
 
 
 def check_vectors(

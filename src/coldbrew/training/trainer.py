@@ -78,6 +78,7 @@ def evaluate_model(model: Recommender, dataset: Dataset, split: str, config: Tra
         "split": split,
         "ks": config.resolved_ks(),
         "chunk_elements": config.eval_chunk_elements,
+        "progress": not config.quiet,
     }
     model.eval()
     with torch.no_grad():
