@@ -221,3 +221,24 @@ def test_a_model_with_its_own_scoring_is_evaluated_through_it(dataset):
     reversed_recall = evaluate_model(model, dataset, "val", config)["all"]["recall@50"]
     plain_recall = evaluate_model(plain, dataset, "val", config)["all"]["recall@50"]
     assert reversed_recall != plain_recall  # the override was used, not the embeddings
+
+
+def test_final_results_reuse_the_best_epochs_validation(tmp_path, monkeypatch):
+    import coldbrew.training.run as run_module
+
+    evaluated = []
+    real = run_module.evaluate_model
+
+    def counting(model, data, split, config):
+        evaluated.append(split)
+        return real(model, data, split, config)
+
+    monkeypatch.setattr(run_module, "evaluate_model", counting)
+    config = make_config({"data": "synthetic", "epochs": 2, "quiet": True, "num_neg": 8})
+    results = train(config, tmp_path / "run")
+    assert evaluated == ["test"]  # per-epoch validation runs inside the trainer, not here
+    best = results["history"][results["best_epoch"] - 1]
+    assert best["epoch"] == results["best_epoch"]
+    assert results["metrics"]["val"] == best["val"]
+    # and the reused numbers are what a fresh pass over the best checkpoint gives
+    assert evaluate_run(tmp_path / "run", splits=("val",))["metrics"]["val"] == best["val"]

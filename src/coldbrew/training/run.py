@@ -129,8 +129,13 @@ def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: floa
         trainer.model.load_state_dict(
             load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"]
         )
+        measured = {entry["epoch"]: entry["val"] for entry in state.history}
         for split in SPLITS:
-            if dataset.groups(split):
+            if split == "val" and state.best_epoch in measured:
+                # The best checkpoint is the model of that epoch, whose validation was measured
+                # then; ranking is deterministic, so a second pass would only repeat the numbers.
+                metrics["val"] = measured[state.best_epoch]
+            elif dataset.groups(split):
                 metrics[split] = evaluate_model(trainer.model, dataset, split, config)
     results = {
         "model": config.model,
