@@ -16,7 +16,7 @@ from coldbrew.data.dataset import SPLITS, Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.models import build_model
 from coldbrew.training.checkpoint import BEST, LAST, atomic_write, load_checkpoint
-from coldbrew.training.runtime import device_name, resolve_device
+from coldbrew.training.runtime import device_name, keep_freed_memory_for_reuse, resolve_device
 from coldbrew.training.trainer import NonFiniteLoss, Trainer, evaluate_model
 
 RESULTS = "results.json"
@@ -190,6 +190,8 @@ def evaluate_run(
             f"checkpoint does not fit dataset {dataset.name}: {str(error).splitlines()[0]}"
         ) from None
     model.to(target)
+    if target.type == "cpu":
+        keep_freed_memory_for_reuse()  # score chunks are 64 MiB: reuse them, do not refault them
     metrics = {
         split: evaluate_model(model, dataset, split, config)
         for split in splits
