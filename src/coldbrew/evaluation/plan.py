@@ -80,6 +80,7 @@ def _canonical(matrix) -> sp.csr_matrix:
 
 
 def make_plan(train, positives, candidates, device: torch.device) -> Plan:
+    """The plan for ranking ``candidates`` for the users with a positive, on ``device``."""
     if not sp.issparse(train) or not sp.issparse(positives):
         raise ColdbrewError("train and positives must be scipy sparse (users × items) matrices")
     train, positives = _canonical(train), _canonical(positives)
