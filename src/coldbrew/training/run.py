@@ -192,6 +192,7 @@ def evaluate_run(
     model.to(target)
     if target.type == "cpu":
         keep_freed_memory_for_reuse()  # score chunks are 64 MiB: reuse them, do not refault them
+    started = time.perf_counter()
     metrics = {
         split: evaluate_model(model, dataset, split, config)
         for split in splits
@@ -201,6 +202,7 @@ def evaluate_run(
         "run": str(run_dir),
         "data": config.data,
         "metrics": metrics,
+        "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),
     }
     write_json(output, run_dir / "evaluation.json")
