@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 STANDARD = [
     ["bench_eval.py"],
     ["bench_train.py", "--seconds", "20"],
+    ["bench_kernels.py"],
     ["accuracy_ml1m.py"],
     ["bench_neighbors.py"],
 ]
