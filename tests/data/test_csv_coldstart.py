@@ -244,7 +244,9 @@ def test_ml1m_coldstart_extra_info_matches_most_items(ml1m):
 
 
 def test_ml1m_coldstart_through_load_dataset():
-    shared_path("ml-1m-coldstart")  # skips when the shared data is absent (a clone outside the workspace)
+    shared_path(
+        "ml-1m-coldstart"
+    )  # skips when the shared data is absent (a clone outside the workspace)
     pytest.importorskip("coldbrew.data.clcrec_layout")
     from coldbrew.data import load_dataset
 
