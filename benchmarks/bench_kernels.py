@@ -4,7 +4,8 @@ Prints one JSON line per measurement (median milliseconds over --repeats calls, 
   1. gather_dot (sampled products) vs gather + bmm, forward and backward, at CLCRec's shapes
      (batch 4096, 1 + 128 items per row, dim 64, 5,119 table rows; two queries, then one);
   2. the negative sampler's rejection method vs its rank method (batch 4096, 128 negatives);
-  3. a whole CLCRec training step (features 2048/128/100, batch 4096, 128 negatives).
+  3. a whole CLCRec training step (features 2048/128/100, batch 4096, 128 negatives), without
+     and with the neighbor-graph term (its precompute untimed).
 The allocator setting is on unless COLDBREW_KEEP_FREED_MEMORY=0 is in the environment; run the
 script both ways to see its effect (it is per process).
 
@@ -102,16 +103,24 @@ def main() -> int:
     )
 
     dataset.features = random_features(dataset.num_items, "2048,128,100", seed=1)
-    config = make_config(
-        {"data": args.data, "batch_size": batch, "num_neg": 128, "quiet": True, "device": "cpu"}
-    )
-    trainer = Trainer(config, dataset)
     order = torch.randint(dataset.num_train, (batch,), generator=generator)
+    step_ms = {}
+    for neighbor_loss in (False, True):  # one process, so both share its state
+        options = {"data": args.data, "batch_size": batch, "num_neg": 128, "quiet": True}
+        config = make_config({**options, "device": "cpu", "neighbor_loss": neighbor_loss})
+        trainer = Trainer(config, dataset)
 
-    def step():
-        trainer.train_step(trainer.train_users[order], trainer.train_items[order])
+        def step(trainer=trainer):
+            trainer.train_step(trainer.train_users[order], trainer.train_items[order])
 
-    emit("clcrec train step", dataset=dataset.name, step_ms=median_ms(step, args.repeats))
+        step_ms[neighbor_loss] = median_ms(step, args.repeats)
+    emit(
+        "clcrec train step",
+        dataset=dataset.name,
+        step_ms=step_ms[False],
+        with_neighbor_term_ms=step_ms[True],
+        neighbor_throughput_ratio=step_ms[False] / step_ms[True],
+    )
     return 0
 
 

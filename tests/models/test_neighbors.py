@@ -122,7 +122,7 @@ def small_graph(num_users: int = 6) -> NeighborGraph:
 def term(graph: NeighborGraph, users, user_embedding, content, temperature: float):
     """The term as a model computes it: distinct users, their common items' content, loss."""
     distinct, valid, common = graph.step(users)
-    return graph.loss(distinct, valid, user_embedding, content[common], temperature)
+    return graph.loss(distinct, valid, user_embedding, content, common, temperature)
 
 
 def test_loss_matches_plain_reference_value_and_gradients():
@@ -168,12 +168,9 @@ def test_padded_distinct_users_give_the_trimmed_loss():
     padded, valid = distinct_ids(users, 6, trim=False)
     assert trimmed.tolist() == [2, 3, 4] and all_valid.all()
     assert padded.tolist() == [2, 3, 4, 0, 0, 0] and valid.tolist() == [True] * 3 + [False] * 3
-    common_trimmed, common_padded = (
-        content[graph.common_items[trimmed]],
-        content[graph.common_items[padded]],
-    )
-    loss_trimmed = graph.loss(trimmed, all_valid, user_embedding, common_trimmed, 2.0)
-    loss_padded = graph.loss(padded, valid, user_embedding, common_padded, 2.0)
+    common_trimmed, common_padded = graph.common_items[trimmed], graph.common_items[padded]
+    loss_trimmed = graph.loss(trimmed, all_valid, user_embedding, content, common_trimmed, 2.0)
+    loss_padded = graph.loss(padded, valid, user_embedding, content, common_padded, 2.0)
     torch.testing.assert_close(loss_padded, loss_trimmed)
 
 
@@ -182,7 +179,7 @@ def test_fallbacks_for_no_neighbors_and_no_common_items():
     graph = small_graph()
     user_embedding, content = torch.randn(6, 4), torch.randn(7, 4)
     users = torch.tensor([0, 1, 2])
-    neighbor, common = graph.vectors(users, user_embedding, content[graph.common_items[users]])
+    neighbor, common = graph.vectors(users, user_embedding, content, graph.common_items[users])
     torch.testing.assert_close(neighbor[0], user_embedding[0])  # no neighbors: own embedding
     torch.testing.assert_close(common[0], user_embedding[0])  # ... and no common items either
     torch.testing.assert_close(neighbor[1], user_embedding[2])  # one neighbor, user 2

@@ -211,9 +211,13 @@ class CLCRec(Recommender):
         )
         terms = {"item_content": item_content, "user_item": user_item, "reg": regularizer}
         if self.neighbors is not None:
-            common_content = content[common_inverse.view(common.shape)]  # (N, C, D)
             terms["neighbor"] = self.neighbors.loss(
-                step_users, valid, self.user_embedding, common_content, self.temp_value
+                step_users,
+                valid,
+                self.user_embedding,
+                content,
+                common_inverse.view(common.shape),  # (N, C) rows of content
+                self.temp_value,
             )
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)

@@ -50,9 +50,9 @@ def mean_weights(lists: PaddedLists, width: int) -> torch.Tensor:
     return torch.from_numpy(valid / np.maximum(lengths, 1)[:, None]).float()
 
 
-def weighted_rows(weights: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``Σ_l weights[n, l] · rows[n, l]``: ``(N, L), (N, L, D) -> (N, D)`` in one product."""
-    return torch.bmm(weights.unsqueeze(1).to(rows.dtype), rows).squeeze(1)
+def weighted_rows(weights: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """``Σ_l weights[n, l] · table[index[n, l]]``: ``(N, L), (N, L), (n, D) -> (N, D)``, fused."""
+    return F.embedding_bag(index, table, per_sample_weights=weights.to(table.dtype), mode="sum")
 
 
 def distinct_ids(ids: torch.Tensor, num_ids: int, trim: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -200,16 +200,23 @@ class NeighborGraph(nn.Module):
         return distinct, valid, self.common_items[distinct]
 
     def vectors(
-        self, users: torch.Tensor, user_embedding: torch.Tensor, common_content: torch.Tensor
+        self,
+        users: torch.Tensor,
+        user_embedding: torch.Tensor,
+        item_content: torch.Tensor,
+        common_index: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(neighbor, common)`` embeddings ``(N, D)`` each, with the fallbacks.
 
-        ``users (N,)``; ``user_embedding (U, D)``; ``common_content (N, C, D)``: the content
-        embeddings of ``self.common_items[users]`` (padding slots get weight 0).
+        ``users (N,)``; ``user_embedding (U, D)``; ``item_content (n, D)`` content embeddings
+        and ``common_index (N, C)`` the rows of it that hold ``self.common_items[users]``
+        (padding slots get weight 0). Weighted means are ``embedding_bag`` sums: no
+        ``(N, L, D)`` gather, forward or backward.
         """
-        neighbor_rows = user_embedding[self.neighbors[users]]  # (N, use, D)
-        neighbor = weighted_rows(self.neighbor_weights[users], neighbor_rows)  # (N, D)
-        common = weighted_rows(self.common_weights[users], common_content)  # (N, D)
+        neighbor = weighted_rows(
+            self.neighbor_weights[users], self.neighbors[users], user_embedding
+        )  # (N, D)
+        common = weighted_rows(self.common_weights[users], common_index, item_content)  # (N, D)
         return neighbor, torch.where(self.has_common[users].unsqueeze(1), common, neighbor)
 
     def loss(
@@ -217,9 +224,10 @@ class NeighborGraph(nn.Module):
         users: torch.Tensor,
         valid: torch.Tensor,
         user_embedding: torch.Tensor,
-        common_content: torch.Tensor,
+        item_content: torch.Tensor,
+        common_index: torch.Tensor,
         temperature: float,
     ) -> torch.Tensor:
         """The term for ``step``'s distinct ``users`` and ``valid`` (others as in ``vectors``)."""
-        neighbor, common = self.vectors(users, user_embedding, common_content)
+        neighbor, common = self.vectors(users, user_embedding, item_content, common_index)
         return neighbor_info_nce(neighbor, common, valid, temperature)
