@@ -74,7 +74,7 @@ class _GatherDot(torch.autograd.Function):
             buffer = table.new_empty(min(rows, batch), width, table.shape[1])  # reused per block
             for start in range(0, batch, rows):
                 block = slice(start, start + rows)
-                outer = buffer[: len(index[block])]  # (rows, J, D): sum over m of grad * query
+                outer = buffer[: min(rows, batch - start)]  # (rows, J, D): Σ_m grad · query
                 torch.mul(per_query[0, block, :, None], queries[block, None, 0], out=outer)
                 for m in range(1, queries.shape[1]):
                     outer.addcmul_(per_query[m, block, :, None], queries[block, None, m])
