@@ -69,7 +69,7 @@ def test_loss_matches_plain_reference_value_and_gradients(scoring, words):
     )  # (B=4, 1+K=3), repeats included
     use_content = torch.rand(items.shape, generator=torch.Generator().manual_seed(3)) < 0.5
     model.content_mix_mask = lambda shape, device, mask=use_content: mask
-    fast = model.loss(Batch(users, items)).total
+    fast = model(Batch(users, items)).total
     fast_grads = torch.autograd.grad(fast, list(model.parameters()))
     slow = reference_loss(model, users, items, use_content)
     slow_grads = torch.autograd.grad(slow, list(model.parameters()), allow_unused=True)
@@ -117,7 +117,7 @@ def test_loss_is_finite_and_decreases_with_training():
     first = None
     for _ in range(60):
         optimizer.zero_grad()
-        loss = model.loss(Batch(users, items)).total
+        loss = model(Batch(users, items)).total
         first = loss.item() if first is None else first
         loss.backward()
         optimizer.step()

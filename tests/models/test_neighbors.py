@@ -199,7 +199,7 @@ def test_clcrec_term_uses_the_same_encoder_in_one_call():
     model.encoder.register_forward_hook(lambda module, inputs, output: calls.append(inputs))
     users = torch.tensor([2, 4, 2, 0])
     items = torch.tensor([[0, 1, 3], [2, 5, 1], [4, 0, 1], [5, 3, 2]])
-    output = model.loss(Batch(users, items))
+    output = model(Batch(users, items))
     assert len(calls) == 1  # batch items and common items encoded together
     expected = term(graph, users, model.user_embedding, model.encoder(), model.temp_value)
     torch.testing.assert_close(output.terms["neighbor"], expected)
@@ -208,7 +208,7 @@ def test_clcrec_term_uses_the_same_encoder_in_one_call():
     rest = rest + model.reg_weight * terms["reg"]
     torch.testing.assert_close(output.total, rest + 0.3 * terms["neighbor"])
     model.neighbors = None  # the other terms do not change (user_item draws a random mask)
-    base = model.loss(Batch(users, items)).terms
+    base = model(Batch(users, items)).terms
     torch.testing.assert_close(base["item_content"], terms["item_content"])
     torch.testing.assert_close(base["reg"], terms["reg"])
 
@@ -246,11 +246,11 @@ def test_a_step_with_the_term_never_syncs_on_gpu():
     )
     users = torch.randint(0, 300, (256,), device=device)
     items = torch.randint(0, 79, (256, 9), device=device)
-    model.loss(Batch(users, items)).total.backward()  # warm-up outside the check
+    model(Batch(users, items)).total.backward()  # warm-up outside the check
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        output = model.loss(Batch(users, items))
+        output = model(Batch(users, items))
         output.total.backward()
     finally:
         torch.cuda.set_sync_debug_mode("default")

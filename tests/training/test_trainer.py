@@ -82,7 +82,7 @@ def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(
 ):
     from coldbrew.models.clcrec import CLCRec
 
-    original = CLCRec.loss
+    original = CLCRec.forward
     calls = {"n": 0}
     steps_per_epoch = -(-dataset.num_train // FAST["batch_size"])
 
@@ -93,7 +93,7 @@ def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(
             output.total = output.total * float("nan")
         return output
 
-    monkeypatch.setattr(CLCRec, "loss", poisoned)
+    monkeypatch.setattr(CLCRec, "forward", poisoned)
     with pytest.raises(NonFiniteLoss, match=r"epoch 2, step 2;"):
         train(make_config(FAST), tmp_path / "run", dataset=dataset)
     results = json.loads((tmp_path / "run" / "results.json").read_text())

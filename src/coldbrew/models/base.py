@@ -1,4 +1,13 @@
-"""The contract every coldbrew model keeps; the trainer and evaluator know only this."""
+"""The contract every coldbrew model keeps; the trainer and evaluator know only this.
+
+* Every model is an ``nn.Module`` whose ``forward(batch) -> LossOutput`` *is* the training loss,
+  so wrappers that hook ``__call__`` (DistributedDataParallel, ``torch.compile``) see the step.
+* A recommender adds ``user_embeddings()``, ``item_embeddings()`` (cold items scored from their
+  content) and ``score_users(users) -> (B, num_items)`` for full ranking.
+* Data is not model state: what a model reads from a dataset (content features, word tables,
+  the cold mask) lives in non-persistent buffers, so a checkpoint holds only what was learned
+  and loads against another dataset of the same shapes.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +19,14 @@ from torch import nn
 
 @dataclass
 class Batch:
-    """One training step's samples: ``users[b]`` with ``items[b, 0]`` positive, the rest negatives."""
+    """One recommendation step's samples: ``users[b]`` with ``items[b, 0]`` positive, the rest
+    negatives."""
 
     users: torch.Tensor  # (B,) int64
     items: torch.Tensor  # (B, 1 + K) int64
+
+    def __len__(self) -> int:
+        return self.users.shape[0]
 
 
 @dataclass
@@ -25,13 +38,13 @@ class LossOutput:
 
 
 class Recommender(nn.Module):
-    """Base class: ``loss(batch)``, ``user_embeddings()``, ``item_embeddings()``, ``score_users``.
+    """Base class: ``forward(batch)``, ``user_embeddings()``, ``item_embeddings()``, ``score_users``.
 
     ``item_embeddings`` must score cold items from their content (that is the point of a
     cold-start model); ``score_users`` defaults to the inner product of the two.
     """
 
-    def loss(self, batch: Batch) -> LossOutput:  # pragma: no cover - abstract
+    def forward(self, batch: Batch) -> LossOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def user_embeddings(self) -> torch.Tensor:  # pragma: no cover - abstract

@@ -182,7 +182,7 @@ class CLCRec(Recommender):
         mask[torch.randint(rows, (int(rows * self.num_sample),), device=device)] = True
         return mask.view(shape)
 
-    def loss(self, batch: Batch) -> LossOutput:
+    def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         encoded = items.reshape(-1)
         if self.neighbors is not None:  # the term's users (N,) and their common items (N, C)

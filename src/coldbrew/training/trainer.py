@@ -138,7 +138,7 @@ class Trainer:
     def _loss(self, users: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor):
         items = torch.cat([positives.unsqueeze(1), negatives], dim=1)  # (B, 1 + K)
         with self.runtime.autocast():
-            output = self.model.loss(Batch(users=users, items=items))
+            output = self.model(Batch(users=users, items=items))
         return output.total, output.terms
 
     def sample_negatives(self, users: torch.Tensor) -> torch.Tensor:
