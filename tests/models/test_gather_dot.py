@@ -27,6 +27,23 @@ def test_values_and_gradients_match_the_plain_gather(monkeypatch, num_queries, b
         torch.testing.assert_close(mine, theirs)
 
 
+@pytest.mark.parametrize("rows", [1, 5, 6])
+def test_rows_wider_than_the_table_match_the_plain_gather(rows):
+    # issue 16.1: a last batch of one sample whose 1 + K draws cover fewer than 1 + K items
+    generator = torch.Generator().manual_seed(rows)
+    queries = torch.randn(1, 2, 8, generator=generator, requires_grad=True)
+    table = torch.randn(rows, 8, generator=generator, requires_grad=True)
+    index = torch.tensor([[0, 1, 2, 3, 4, 0]]) % rows  # 6 columns, at most `rows` distinct
+    upstream = torch.randn(1, 6, 2, generator=generator)
+    fast = gather_dot(queries, table, index)
+    plain = gather_dot_reference(queries, table, index)
+    torch.testing.assert_close(fast, plain)
+    fast_grads = torch.autograd.grad(fast, [queries, table], upstream)
+    plain_grads = torch.autograd.grad(plain, [queries, table], upstream)
+    for mine, theirs in zip(fast_grads, plain_grads, strict=True):
+        torch.testing.assert_close(mine, theirs)
+
+
 def test_table_rows_never_named_get_zero_gradient():
     table = torch.randn(6, 3, requires_grad=True)
     queries = torch.randn(2, 1, 3)

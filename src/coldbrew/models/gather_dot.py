@@ -87,6 +87,11 @@ def gather_dot(queries: torch.Tensor, table: torch.Tensor, index: torch.Tensor) 
     if queries.dim() != 3 or table.dim() != 2 or index.dim() != 2:
         raise ValueError("gather_dot expects queries (B, M, D), table (n, D) and index (B, J)")
     dtype = torch.promote_types(queries.dtype, table.dtype)
+    missing = index.shape[1] - table.shape[0]
+    if missing > 0:
+        # The CPU sampled product rejects a row listing more columns than the matrix has (a
+        # batch whose draws cover fewer distinct items than 1 + K); unused zero rows make room.
+        table = F.pad(table, (0, 0, 0, missing))  # (J, D); their gradient is dropped by pad
     return _GatherDot.apply(queries.to(dtype), table.to(dtype), index)
 
 
