@@ -33,7 +33,7 @@ from coldbrew.config import make_config  # noqa: E402
 from coldbrew.data.sampling import NegativeSampler  # noqa: E402
 from coldbrew.models.gather_dot import gather_dot, gather_dot_reference  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
-from coldbrew.training.runtime import keep_freed_memory_for_reuse  # noqa: E402
+from coldbrew.system.runtime import keep_freed_memory_for_reuse  # noqa: E402
 from coldbrew.training.trainer import Trainer  # noqa: E402
 
 

@@ -26,7 +26,7 @@ from shared_data import use_shared_data  # noqa: E402
 
 from coldbrew import load_dataset  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
-from coldbrew.training.runtime import keep_freed_memory_for_reuse  # noqa: E402
+from coldbrew.system.runtime import keep_freed_memory_for_reuse  # noqa: E402
 
 
 def coldbrew_bench(what: str, args) -> dict:

@@ -33,3 +33,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not HAS_CUDA:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def one_thread():
+    """Multi-threaded CPU scatter-adds may sum in any order; one thread makes runs bit-identical."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

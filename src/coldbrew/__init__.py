@@ -1,11 +1,15 @@
-"""coldbrew: fast, measured training of content-aware cold-start recommenders."""
+"""coldbrew: fast, measured training of content-aware cold-start recommenders.
+
+Imports are lazy: ``import coldbrew`` (and the CLI's ``--help``) does not load torch.
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import Any
 
-from coldbrew.data import Dataset, load_dataset  # noqa: E402
-from coldbrew.errors import ColdbrewError, DataError  # noqa: E402
+from coldbrew.errors import ColdbrewError, DataError
+
+__version__ = "0.1.0"
 
 
 def evaluate_embeddings(
@@ -25,6 +29,14 @@ def evaluate_scores(dataset, score_users, split="val", ks=(10, 20, 50), **kwargs
     from coldbrew.evaluation import evaluate_scores as _evaluate
 
     return _evaluate(dataset, score_users, split=split, ks=ks, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Dataset", "load_dataset"):
+        import coldbrew.data
+
+        return getattr(coldbrew.data, name)
+    raise AttributeError(f"module 'coldbrew' has no attribute {name!r}")
 
 
 __all__ = [

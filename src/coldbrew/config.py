@@ -1,7 +1,14 @@
 """Typed training configuration: one source of defaults, YAML presets, command-line overrides.
 
-Original CLCRec flag names are accepted as aliases (``--l_r``, ``--dim_E``, ``--num_epoch`` ...)
-so the commands in the original README run unchanged.
+A configuration is the run's settings (``TrainConfig``: data, optimisation, evaluation,
+runtime) plus one section for the chosen model (``config.model_options``, e.g.
+``CLCRecConfig``); the registry (``coldbrew.registry``) says which section a model has. In YAML
+the model's options may be written flat (``dim: 64``) or under the model's name
+(``clcrec: {dim: 64}``); on the command line they are flags like any other (``--dim 64``).
+
+Every flag of the original CLCRec ``main.py`` is accepted: mapped where it has a meaning here
+(``--l_r``, ``--dim_E``, ``--num_epoch``, ``--no-cuda`` ...), otherwise accepted with a one-line
+note (``--num_workers``: no loader workers are needed). No torch is imported here.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 import yaml
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.options import check_fields, coerce, hints, option
 
 # original CLCRec name -> coldbrew field
 ALIASES = {
@@ -22,55 +30,86 @@ ALIASES = {
     "num_epoch": "epochs",
     "topK": "top_k",
     "data_path": "data",
+    "model_name": "model",
 }
+
+# original CLCRec flags with no meaning here: accepted, with the note a run prints
+IGNORED_ORIGINAL = {
+    "num_workers": "no loader workers are needed: batches are made on the device",
+    "step": "evaluation chunks are sized by --eval-chunk-elements, not a number of users",
+    "save_file": "results are written to RUN_DIR/results.json (--out)",
+    "prefix": "results are written to RUN_DIR/results.json (--out)",
+    "PATH_weight_save": "the best weights are saved to RUN_DIR/best.pt",
+    "PATH_weight_load": "weights are not loaded from a file; continue a run with --resume RUN_DIR",
+}
+
+MAX_SEED = 2**32 - 1
 
 
 @dataclass
 class TrainConfig:
     # data
-    data: str = "synthetic"
-    features: list[str] | None = None
-    trust_pickle: bool = False
-    # model (CLCRec's names and its MovieLens defaults)
-    model: str = "clcrec"
-    dim: int = 64
-    hidden: int = 256
-    reg_weight: float = 0.1
-    num_neg: int = 128
-    lr_lambda: float = 0.5
-    temp_value: float = 2.0
-    num_sample: float = 0.5
-    mix_mode: str = "original"
-    neighbor_loss: bool = False  # third term: neighbors' ID embeddings <-> their items' content
-    neighbor_weight: float = 0.1
-    has_v: bool | None = None
-    has_a: bool | None = None
-    has_t: bool | None = None
+    data: str = option(
+        "synthetic", "dataset directory or name (ml-100k, ml-1m-coldstart, synthetic)"
+    )
+    features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
+    trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")
+    has_v: bool | None = option(None, "original flag: load visual features")
+    has_a: bool | None = option(None, "original flag: load acoustic features")
+    has_t: bool | None = option(None, "original flag: load text features")
+    seed: int = option(
+        1,
+        "seeds the split (where data draws one), the model and the sampler",
+        minimum=0,
+        maximum=MAX_SEED,
+    )
+    model: str = option("clcrec", "model to train (see coldbrew train --help)")
     # optimisation
-    lr: float = 0.002
-    batch_size: int = 2048
-    epochs: int = 30
-    lr_schedule: str = "constant"
-    seed: int = 1
+    optimizer: str = option("adam", "adam (as the original) or adamw", choices=("adam", "adamw"))
+    lr: float = option(0.002, "learning rate (original: 0.001)", above=0)
+    weight_decay: float = option(0.0, "weight decay (biases and norms excluded)", minimum=0)
+    batch_size: int = option(2048, "samples per micro-batch (original: 256)", minimum=1)
+    grad_accum: int = option(
+        1, "micro-batches per optimizer step: effective batch = batch_size x N", minimum=1
+    )
+    epochs: int = option(30, "maximum epochs", minimum=1)
+    lr_schedule: str = option(
+        "constant", "after warm-up: constant or cosine", choices=("constant", "cosine")
+    )
+    warmup_steps: int = option(0, "optimizer steps of linear warm-up", minimum=0)
+    grad_clip: float | None = option(None, "clip the gradient norm to this", above=0)
     # evaluation and early stopping
-    ks: list[int] = field(default_factory=lambda: [10, 20, 50])
-    top_k: int | None = None
-    early_stop_metric: str | None = None  # default: cold recall@20, else all recall@20
-    patience: int = 7  # the original stops on the 7th epoch without improvement
-    eval_chunk_elements: int | None = None
+    ks: list[int] = option([10, 20, 50], "cut-offs for every metric", minimum=1)
+    top_k: int | None = option(None, "original flag: one more cut-off", minimum=1)
+    early_stop_metric: str | None = option(
+        None, "monitored metric, e.g. cold/recall@20 (default: cold recall@20, else all)"
+    )
+    patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
+    eval_chunk_elements: int | None = option(
+        None, "scores held at once during evaluation", minimum=1
+    )
     # runtime
-    device: str = "auto"
-    precision: str = "auto"
-    compile: bool = False
-    deterministic: bool = False
-    quiet: bool = False
-    log_every: int = 20
+    device: str = option("auto", "auto, cpu, cuda or cuda:N")
+    precision: str = option(
+        "auto", "auto, fp32, bf16 or fp16", choices=("auto", "fp32", "bf16", "fp16")
+    )
+    compile: bool = option(False, "torch.compile the sampler and the loss")
+    deterministic: bool = option(False, "torch.use_deterministic_algorithms (slower)")
+    quiet: bool = option(False, "no progress bars or epoch lines")
+    log_every: int = option(20, "update the progress bar every N steps", minimum=1)
+    # the chosen model's section (not a flat option)
+    model_options: Any = field(default=None, metadata={"section": True})
+    notes: list[str] = field(default_factory=list, metadata={"section": True})
+
+    def __post_init__(self) -> None:
+        from coldbrew.registry import model_spec
+
+        spec = model_spec(self.model)
+        if self.model_options is None:
+            self.model_options = spec.config()
 
     def resolved_ks(self) -> list[int]:
-        ks = sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))
-        if not ks or min(ks) < 1:
-            raise ColdbrewError(f"ks must be positive integers, got {ks}")
-        return ks
+        return sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))
 
     def resolved_features(self) -> list[str] | None:
         """Feature selection, honouring the original ``has_v/has_a/has_t`` flags."""
@@ -80,60 +119,126 @@ class TrainConfig:
         return [name for name, on in flags.items() if on]
 
     def validate(self) -> None:
-        checks = [
-            (self.dim > 0, "dim must be positive"),
-            (self.num_neg > 0, "num_neg must be positive"),
-            (self.batch_size > 0, "batch_size must be positive"),
-            (self.epochs > 0, "epochs must be positive"),
-            (self.lr > 0, "lr must be positive"),
-            (self.temp_value > 0, "temp_value must be positive"),
-            (0.0 <= self.num_sample <= 1.0, "num_sample must be in [0, 1]"),
-            (0.0 <= self.lr_lambda <= 1.0, "lr_lambda must be in [0, 1]"),
-            (
-                0.0 <= self.neighbor_weight < float("inf"),
-                "neighbor_weight must be a finite number >= 0",
-            ),
-            (self.patience > 0, "patience must be positive"),
-            (
-                self.precision in ("auto", "fp32", "bf16", "fp16"),
-                "precision must be auto|fp32|bf16|fp16",
-            ),
-            (self.lr_schedule in ("constant", "cosine"), "lr_schedule must be constant|cosine"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ColdbrewError(f"bad config: {message}")
-        self.resolved_ks()
+        check_fields(self)
+        check_fields(self.model_options)
+        if not self.resolved_ks():
+            raise ColdbrewError("option 'ks' needs at least one cut-off")
+        check_device_name(self.device)
+        if self.early_stop_metric is not None:
+            parse_monitor(self.early_stop_metric, self.resolved_ks())
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Flat run settings, then the model's section under its name (how config.yaml reads)."""
+        flat = {f.name: getattr(self, f.name) for f in run_fields().values()}
+        return {**flat, self.model: dataclasses.asdict(self.model_options)}
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+def run_fields() -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(TrainConfig) if not f.metadata.get("section")}
+
+
+FIELDS = run_fields()
+METRIC_NAMES = ("precision", "recall", "ndcg", "hit")
+
+
+def parse_monitor(text: str, ks: list[int]) -> tuple[str, str]:
+    """``"cold/recall@20"`` -> ``("cold", "recall@20")``; refuses what evaluation never measures."""
+    group, _, metric = text.partition("/")
+    name, _, k = metric.partition("@")
+    if not group or name not in METRIC_NAMES or not k.isdigit():
+        raise ColdbrewError(
+            f"early_stop_metric must look like 'cold/recall@20' ({'|'.join(METRIC_NAMES)}), "
+            f"not {text!r}"
+        )
+    if int(k) not in ks:
+        raise ColdbrewError(
+            f"early_stop_metric {text!r}: K={k} is not measured; add it to --ks (now {ks})"
+        )
+    return group, metric
+
+
+def check_device_name(name: str) -> None:
+    kind, _, index = name.partition(":")
+    if kind in ("auto", "cpu") and not index or kind == "cuda" and (not index or index.isdigit()):
+        return
+    raise ColdbrewError(f"device must be auto, cpu, cuda or cuda:N, not {name!r}")
 
 
 def canonical_key(key: str) -> str:
     """``--batch-size``/``batch_size`` -> ``batch_size``; original names via ``ALIASES``."""
+    if key in ALIASES:
+        return ALIASES[key]
     key = key.replace("-", "_")
     return ALIASES.get(key, key)
 
 
-def make_config(*layers: dict[str, Any]) -> TrainConfig:
-    """Merge dicts (later wins) over the dataclass defaults; unknown keys are an error."""
-    values: dict[str, Any] = {}
+def _model_name(layers: tuple[dict[str, Any], ...]) -> str:
+    from coldbrew.registry import resolve_model_name
+
+    name = TrainConfig.__dataclass_fields__["model"].default
+    for layer in layers:
+        for key, value in layer.items():
+            if canonical_key(key) == "model":
+                name = value
+    if not isinstance(name, str):
+        raise ColdbrewError(f"option 'model': expected a string, got {name!r}")
+    return resolve_model_name(name)
+
+
+def make_config(*layers: dict[str, Any], from_text: bool = False) -> TrainConfig:
+    """Merge dicts (later wins) over the defaults; unknown keys and wrong types are an error.
+
+    ``from_text`` marks command-line values (text to parse); YAML values must have their type.
+    """
+    from coldbrew.registry import MODELS
+
+    model = _model_name(layers)
+    section_type = MODELS[model].config
+    run_types, section_types = hints(TrainConfig), hints(section_type)
+    run_values: dict[str, Any] = {"model": model}
+    section_values: dict[str, Any] = {}
+    notes: list[str] = []
     for layer in layers:
         for key, value in layer.items():
             name = canonical_key(key)
-            if name not in FIELDS:
-                raise ColdbrewError(f"unknown config key {key!r}")
-            values[name] = value
-    if isinstance(values.get("features"), str):
-        values["features"] = [f.strip() for f in values["features"].split(",") if f.strip()]
-    if isinstance(values.get("ks"), str):
-        values["ks"] = [int(k) for k in values["ks"].split(",")]
-    config = TrainConfig(**values)
+            if name == "model":
+                continue
+            if name in MODELS:  # a model's section, written nested
+                if name == model:
+                    if not isinstance(value, dict):
+                        raise ColdbrewError(
+                            f"option {key!r}: expected a mapping of {name}'s options"
+                        )
+                    for inner, inner_value in value.items():
+                        _put_section(
+                            inner, inner_value, model, section_types, section_values, from_text
+                        )
+                continue  # another model's section does not apply to this run
+            if name in FIELDS:
+                run_values[name] = coerce(name, value, run_types[name], from_text=from_text)
+            elif name == "no_cuda":
+                if coerce(name, value, bool, from_text=from_text):
+                    run_values["device"] = "cpu"
+            elif name in IGNORED_ORIGINAL:
+                notes.append(f"--{key} accepted and ignored: {IGNORED_ORIGINAL[name]}")
+            else:
+                _put_section(name, value, model, section_types, section_values, from_text)
+    config = TrainConfig(**run_values, model_options=section_type(**section_values), notes=notes)
     config.validate()
     return config
+
+
+def _put_section(key, value, model, types, values, from_text) -> None:
+    from coldbrew.registry import MODELS
+
+    name = canonical_key(key)
+    if name in types:
+        values[name] = coerce(name, value, types[name], from_text=from_text)
+        return
+    owners = [other for other, spec in MODELS.items() if name in hints(spec.config)]
+    if owners:
+        raise ColdbrewError(f"option {key!r} belongs to model {', '.join(owners)}, not {model}")
+    raise ColdbrewError(f"unknown config key {key!r}")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -149,5 +254,5 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
-def save_yaml(config: TrainConfig, path: Path) -> None:
-    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+def config_yaml(config: TrainConfig) -> str:
+    return yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)

@@ -39,7 +39,7 @@ def test_tune_writes_a_preset_that_train_accepts(tmp_path, capsys):
             "--out",
             str(preset),
             "--budget",
-            "3",
+            "20",  # an upper bound: the search stops earlier on a flat gain; ample under load
             "--no-compile-search",
             "--json",
         ]
@@ -51,10 +51,11 @@ def test_tune_writes_a_preset_that_train_accepts(tmp_path, capsys):
     assert best["fits"] and best["samples_per_second"] > 0
     saved = yaml.safe_load(preset.read_text())
     # the user's options survive; the tuned ones are written
-    assert saved["lr"] == 0.01 and saved["num_neg"] == 8 and saved["dim"] == 16
+    assert saved["lr"] == 0.01 and saved["clcrec"]["num_neg"] == 8 and saved["clcrec"]["dim"] == 16
     assert saved["batch_size"] == best["batch_size"] and saved["compile"] is False
-    if best["batch_size"] != 128:
-        assert "sqrt" in report["lr_warning"] and "BENCHMARKS.md" in report["lr_warning"]
+    moved = best["batch_size"] != 128
+    assert (report["lr_warning"] is not None) == moved  # a warning exactly when the batch moved
+    assert not moved or ("sqrt" in report["lr_warning"] and "BENCHMARKS.md" in report["lr_warning"])
     assert (
         main(
             [
@@ -101,13 +102,15 @@ def test_tune_table_and_a_budget_too_small_to_measure(tmp_path, capsys):
                 "--out",
                 str(tmp_path / "b.yaml"),
                 "--budget",
-                "0",
+                "0.001",
                 "--no-compile-search",
             ]
         )
         == 1
     )
     assert not (tmp_path / "b.yaml").exists()
+    argv = ["tune", *FAST, "--out", str(tmp_path / "c.yaml"), "--budget", "0"]
+    assert main(argv) == 2 and "--budget must be positive" in capsys.readouterr().err
 
 
 def fake_measure(fits_up_to: int, rate):
@@ -187,14 +190,14 @@ def test_lr_advice_is_the_square_root_rule():
 
 def test_measure_turns_out_of_memory_into_a_result(monkeypatch):
     from coldbrew import load_dataset
-    from coldbrew.training.trainer import Trainer
+    from coldbrew.training.run import build_trainer
 
-    trainer = Trainer(
+    trainer = build_trainer(
         make_config({"dim": 8, "hidden": 16, "num_neg": 4, "quiet": True}),
         load_dataset("synthetic"),
     )
 
-    def out_of_memory(users, positives):
+    def out_of_memory(index):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr(trainer, "train_step", out_of_memory)

@@ -1,4 +1,5 @@
-"""The training loop end to end on synthetic data: learning, resume, non-finite loss, CLI."""
+"""The training loop end to end on synthetic data: learning, resume, non-finite loss,
+accumulation, early stopping, checkpoints."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import pytest
 import torch
 
 from coldbrew import load_dataset
-from coldbrew.cli import main
 from coldbrew.config import make_config
-from coldbrew.errors import ColdbrewError
-from coldbrew.training.run import evaluate_run, train
+from coldbrew.models.base import Batch
+from coldbrew.system.runtime import Runtime
+from coldbrew.training.run import build_trainer, train
+from coldbrew.training.run_evaluation import evaluate_run
 from coldbrew.training.trainer import NonFiniteLoss
 
 FAST = {
@@ -44,15 +46,6 @@ def test_training_beats_random_on_cold_items(dataset, tmp_path):
     assert on_disk["metrics"]["val"]["cold"]["ndcg@20"] == pytest.approx(
         results["metrics"]["val"]["cold"]["ndcg@20"]
     )
-
-
-@pytest.fixture
-def one_thread():
-    """Multi-threaded CPU scatter-adds may sum in any order; one thread makes runs bit-identical."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path, one_thread):
@@ -100,145 +93,119 @@ def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(
     assert results["stopped"] == "non_finite"
     assert results["best_epoch"] == 1 and "val" in results["metrics"]
     assert (tmp_path / "run" / "best.pt").exists()
+    assert "epoch 2, step 2" in (tmp_path / "run" / "train.log").read_text()
 
 
-def test_early_stopping_uses_patience(dataset, tmp_path):
+def test_early_stopping_uses_patience_and_says_so(dataset, tmp_path):
     config = make_config({**FAST, "epochs": 50, "patience": 2, "lr": 1e-7})
     results = train(config, tmp_path / "run", dataset=dataset)
     assert results["stopped"] == "early_stop"
     assert results["epochs_run"] == results["best_epoch"] + 2
-
-
-def test_cli_train_then_evaluate_end_to_end(tmp_path, capsys):
-    run = tmp_path / "cli"
-    code = main(
-        [
-            "train",
-            "--data",
-            "synthetic",
-            "--out",
-            str(run),
-            "--num_epoch=2",
-            "--batch_size=512",
-            "--num_neg=16",
-            "--l_r=0.01",
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    capsys.readouterr()
-    assert main(["evaluate", "--run", str(run), "--split", "test", "--json"]) == 0
-    output = json.loads(capsys.readouterr().out)
-    saved = json.loads((run / "results.json").read_text())
-    assert output["metrics"]["test"] == saved["metrics"]["test"]
-    assert set(output["metrics"]) == {"test"}
-
-
-def test_cli_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
-    assert main(["train", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "run")]) == 2
-    error = capsys.readouterr().err
-    assert error.startswith("coldbrew: error: ") and error.count("\n") == 1
-    assert not (tmp_path / "run").exists()
     assert (
-        main(["train", "--data", "synthetic", "--out", str(tmp_path / "run"), "--num_sample=2"])
-        == 2
+        "early stop: cold/recall@20 did not improve for 2"
+        in (tmp_path / "run" / "train.log").read_text()
     )
-    assert "num_sample" in capsys.readouterr().err
-    with pytest.raises(ColdbrewError, match="no checkpoint|not a coldbrew run"):
-        evaluate_run(tmp_path)
 
 
-def test_yaml_preset_with_flag_override(tmp_path):
-    preset = tmp_path / "preset.yaml"
-    preset.write_text("num_neg: 8\nl_r: 0.02\nbatch_size: 256\nepochs: 1\nquiet: true\n")
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "train",
-                "--config",
-                str(preset),
-                "--data",
-                "synthetic",
-                "--out",
-                str(run),
-                "--num-neg",
-                "4",
-            ]
-        )
-        == 0
-    )
-    saved = json.loads((run / "results.json").read_text())["config"]
-    assert (saved["num_neg"], saved["lr"], saved["batch_size"]) == (4, 0.02, 256)
+def _fixed_batch(trainer, rows: int) -> tuple[Batch, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    index = torch.randint(trainer.task.num_samples(), (rows,), generator=generator)
+    torch.manual_seed(0)
+    return trainer.task.make_batch(index), index
 
 
-def test_state_dict_round_trip_scores_identically(dataset, tmp_path):
+def test_accumulated_micro_batches_give_the_one_batch_update(dataset, one_thread):
+    # num_sample=0: CLCRec's step draws nothing random, so both runs see the same loss terms
+    settings = {**FAST, "num_sample": 0.0, "batch_size": 64}
+    one = build_trainer(make_config({**settings, "batch_size": 256}), dataset)
+    four = build_trainer(make_config({**settings, "grad_accum": 4}), dataset)
+    four.model.load_state_dict(one.model.state_dict())
+    batch, index = _fixed_batch(one, 256)
+    replay = {"batches": iter(batch_part for batch_part in _split(batch, 64))}
+    four.task.make_batch = lambda part: next(replay["batches"])  # the same samples and negatives
+    one.task.make_batch = lambda part: batch
+    # plain SGD: the update is lr x gradient (Adam's first step is lr x sign(gradient), which
+    # float rounding flips where a gradient is ~0)
+    for trainer in (one, four):
+        trainer.optimizer = torch.optim.SGD(trainer.model.parameters(), lr=1.0)
+    loss_one, _ = one.train_step(index)
+    loss_four, _ = four.train_step(index)
+    assert four.state.optimizer_steps == one.state.optimizer_steps == 1
+    torch.testing.assert_close(loss_four, loss_one)
+    for (name, mine), theirs in zip(
+        four.model.named_parameters(), one.model.parameters(), strict=True
+    ):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-7, msg=name)
+
+
+def _split(batch: Batch, size: int):
+    return [
+        Batch(u, i) for u, i in zip(batch.users.split(size), batch.items.split(size), strict=True)
+    ]
+
+
+def test_an_epoch_counts_optimizer_steps_of_the_effective_batch(dataset):
+    trainer = build_trainer(make_config({**FAST, "batch_size": 100, "grad_accum": 3}), dataset)
+    trainer.train_epoch()
+    assert trainer.steps_per_epoch == -(-dataset.num_train // 300)
+    assert trainer.state.optimizer_steps == trainer.steps_per_epoch
+
+
+def test_checkpoint_round_trip_scores_identically(dataset, tmp_path):
     train(make_config({**FAST, "epochs": 1}), tmp_path / "run", dataset=dataset)
     payload = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
-    assert {"model", "optimizer", "rng", "state", "config"} <= set(payload)
+    assert {"model", "optimizer", "rng", "state", "config", "scaler"} <= set(payload)
+    trained = build_trainer(make_config({**FAST, "epochs": 1}), dataset)
+    trained.model.load_state_dict(payload["model"])
+    users = torch.arange(dataset.num_users)
+    fresh = build_trainer(make_config({**FAST, "epochs": 1, "seed": 9}), dataset)
+    assert not torch.equal(fresh.model.score_users(users), trained.model.score_users(users))
+    fresh.model.load_state_dict(payload["model"])
+    torch.testing.assert_close(fresh.model.score_users(users), trained.model.score_users(users))
 
 
-def test_cli_resume_keeps_the_runs_own_settings(tmp_path):
-    run = tmp_path / "run"
-    argv = [
-        "train",
-        "--data",
-        "synthetic",
-        "--out",
-        str(run),
-        "--epochs",
-        "1",
-        "--num-neg",
-        "8",
-        "--quiet",
-    ]
-    assert main(argv) == 0
-    assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 0
-    saved = json.loads((run / "results.json").read_text())
-    assert saved["epochs_run"] == 2 and saved["config"]["num_neg"] == 8
-
-
-def test_unknown_early_stop_group_is_refused(dataset, tmp_path):
-    config = make_config({**FAST, "early_stop_metric": "nope/recall@20"})
-    with pytest.raises(ColdbrewError, match="not in validation"):
-        train(config, tmp_path / "run", dataset=dataset)
-    assert not (tmp_path / "run").exists()
-
-
-def test_a_model_with_its_own_scoring_is_evaluated_through_it(dataset):
-    from coldbrew.models.clcrec import CLCRec
-    from coldbrew.training.trainer import evaluate_model
-
-    class Reversed(CLCRec):
-        @torch.no_grad()
-        def score_users(self, users):
-            return -(self.user_embeddings()[users] @ self.item_embeddings().T)
-
-    config = make_config(FAST)
-    model = Reversed.from_dataset(dataset)
-    plain = CLCRec.from_dataset(dataset)
-    plain.load_state_dict(model.state_dict())
-    reversed_recall = evaluate_model(model, dataset, "val", config)["all"]["recall@50"]
-    plain_recall = evaluate_model(plain, dataset, "val", config)["all"]["recall@50"]
-    assert reversed_recall != plain_recall  # the override was used, not the embeddings
+def test_grad_scaler_state_is_checkpointed_and_restored(dataset, tmp_path):
+    config = make_config({**FAST, "epochs": 1})
+    trainer = build_trainer(config, dataset, run_dir=tmp_path)
+    trainer.runtime = Runtime(
+        torch.device("cpu"), None, torch.amp.GradScaler("cpu", init_scale=64.0)
+    )
+    trainer.train_step(torch.arange(256))
+    trainer.runtime.scaler.update(new_scale=12.0)
+    trainer.save("last.pt")
+    again = build_trainer(config, dataset)
+    again.runtime = Runtime(torch.device("cpu"), None, torch.amp.GradScaler("cpu", init_scale=64.0))
+    again.resume(tmp_path / "last.pt")
+    assert again.runtime.scaler.get_scale() == 12.0
 
 
 def test_final_results_reuse_the_best_epochs_validation(tmp_path, monkeypatch):
-    import coldbrew.training.run as run_module
+    from coldbrew.tasks.recommendation import RecommendationTask
 
     evaluated = []
-    real = run_module.evaluate_model
+    real = RecommendationTask.evaluate
 
-    def counting(model, data, split, config):
+    def counting(self, model, split, progress=False):
         evaluated.append(split)
-        return real(model, data, split, config)
+        return real(self, model, split, progress=progress)
 
-    monkeypatch.setattr(run_module, "evaluate_model", counting)
+    monkeypatch.setattr(RecommendationTask, "evaluate", counting)
     config = make_config({"data": "synthetic", "epochs": 2, "quiet": True, "num_neg": 8})
     results = train(config, tmp_path / "run")
-    assert evaluated == ["test"]  # per-epoch validation runs inside the trainer, not here
+    assert evaluated == ["val", "val", "test"]  # one validation per epoch, then test once
     best = results["history"][results["best_epoch"] - 1]
     assert best["epoch"] == results["best_epoch"]
     assert results["metrics"]["val"] == best["val"]
     # and the reused numbers are what a fresh pass over the best checkpoint gives
     assert evaluate_run(tmp_path / "run", splits=("val",))["metrics"]["val"] == best["val"]
+
+
+def test_training_leaves_process_settings_alone(dataset, monkeypatch):
+    import os
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    before = (torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.matmul.allow_tf32)
+    trainer = build_trainer(make_config({**FAST, "deterministic": True}), dataset)
+    trainer.train_step(torch.arange(64))
+    after = (torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.matmul.allow_tf32)
+    assert after == before and "HF_HUB_OFFLINE" not in os.environ

@@ -1,32 +1,27 @@
-"""Model registry: name -> builder taking (dataset, config)."""
+"""Models: one file per model (``nn.Module`` + its loss terms), the contract in ``base.py``.
+
+Imported lazily so that torch-free modules here (``clcrec_config``) load without torch; the
+registry of names is ``coldbrew.registry``.
+"""
 
 from __future__ import annotations
 
-from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Batch, LossOutput, Recommender
-
-
-def build_model(name: str, dataset, config) -> Recommender:
-    if name == "clcrec":
-        from coldbrew.models.clcrec import CLCRec
-        from coldbrew.models.neighbors import NeighborGraph
-
-        neighbors = None
-        if config.neighbor_loss:
-            neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
-        return CLCRec.from_dataset(
-            dataset,
-            dim=config.dim,
-            hidden=config.hidden,
-            reg_weight=config.reg_weight,
-            lr_lambda=config.lr_lambda,
-            temp_value=config.temp_value,
-            num_sample=config.num_sample,
-            mix_mode=config.mix_mode,
-            neighbors=neighbors,
-            neighbor_weight=config.neighbor_weight,
-        )
-    raise ColdbrewError(f"unknown model {name!r}; available: clcrec")
-
+from typing import Any
 
 __all__ = ["Batch", "LossOutput", "Recommender", "build_model"]
+
+
+def build_model(name: str, dataset: Any, config: Any) -> Any:
+    """The registered model ``name`` built for ``dataset`` with ``config``; its initial weights
+    come from the global torch RNG, like any ``nn.Module``'s."""
+    from coldbrew.registry import model_spec
+
+    return model_spec(name).build(dataset, config)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Batch", "LossOutput", "Recommender"):
+        from coldbrew.models import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'coldbrew.models' has no attribute {name!r}")

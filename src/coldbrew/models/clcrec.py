@@ -66,7 +66,9 @@ class ContentEncoder(nn.Module):
             raise ColdbrewError("at most one word-id feature block is supported")
         width = sum(block.shape[1] for block in dense)
         self.register_buffer(
-            "dense_features", torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0)
+            "dense_features",
+            torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0),
+            persistent=False,  # data, not model state: evaluate --data reads its own features
         )
         self.word_table = None
         if words:
@@ -74,9 +76,9 @@ class ContentEncoder(nn.Module):
             std = math.sqrt(2.0 / (word_ids.num_words + WORD_DIM))
             self.word_table = nn.Parameter(torch.randn(word_ids.num_words, WORD_DIM) * std)
             counts = torch.bincount(word_ids.item_index, minlength=num_items).clamp_min(1)
-            self.register_buffer("word_items", word_ids.item_index.long())
-            self.register_buffer("word_ids", word_ids.word_index.long())
-            self.register_buffer("word_counts", counts.float())
+            self.register_buffer("word_items", word_ids.item_index.long(), persistent=False)
+            self.register_buffer("word_ids", word_ids.word_index.long(), persistent=False)
+            self.register_buffer("word_counts", counts.float(), persistent=False)
             width += WORD_DIM
         self.layer1 = nn.Linear(width, hidden)
         self.layer2 = nn.Linear(hidden, dim)
@@ -164,7 +166,7 @@ class CLCRec(Recommender):
         self.encoder = ContentEncoder(features, num_items, dim, hidden)
         cold_mask = torch.zeros(num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask)
+        self.register_buffer("cold_mask", cold_mask, persistent=False)
         self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
 
     @classmethod
@@ -275,3 +277,23 @@ class CLCRec(Recommender):
         """Warm items by their ID embedding, cold items by the content encoder."""
         content = self.encoder()
         return torch.where(self.cold_mask[:, None], content, self.item_embedding)
+
+
+def build(dataset: Dataset, config) -> CLCRec:
+    """The registry's builder: CLCRec with ``config.model_options`` (a ``CLCRecConfig``)."""
+    options = config.model_options
+    neighbors = None
+    if options.neighbor_loss:
+        neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
+    return CLCRec.from_dataset(
+        dataset,
+        dim=options.dim,
+        hidden=options.hidden,
+        reg_weight=options.reg_weight,
+        lr_lambda=options.lr_lambda,
+        temp_value=options.temp_value,
+        num_sample=options.num_sample,
+        mix_mode=options.mix_mode,
+        neighbors=neighbors,
+        neighbor_weight=options.neighbor_weight,
+    )

@@ -1,128 +1,77 @@
-"""``coldbrew bench sample|train|eval``: measure one part on the user's data, print one JSON line."""
+"""``coldbrew bench sample|train|eval``: measure one part on the user's data; the result as a dict."""
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 
 import torch
 
-
-def add_bench_parser(commands) -> None:
-    bench = commands.add_parser(
-        "bench",
-        help="measure the sampler, training steps or evaluation",
-        description="Examples:\n  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json\n"
-        "  coldbrew bench sample --data ../shared/data/clcrec-movielens --trust-pickle --num-neg 128",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    bench.add_argument("what", choices=["sample", "train", "eval"])
-    bench.add_argument("--data", default="synthetic")
-    bench.add_argument("--trust-pickle", action="store_true")
-    bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
-    bench.add_argument(
-        "--feature-dims",
-        default=None,
-        help="replace item features by random ones of these widths, e.g. 2048,128,100",
-    )
-    bench.add_argument("--num-neg", type=int, default=128)
-    bench.add_argument("--batch-size", type=int, default=4096)
-    bench.add_argument(
-        "--seconds", type=float, default=10.0, help="time budget of the measured region"
-    )
-    bench.add_argument("--warmup", type=int, default=3)
-    bench.add_argument("--model", default="clcrec")
-    bench.add_argument("--device", default="auto")
-    bench.add_argument("--precision", default="auto")
-    bench.add_argument("--compile", action="store_true")
-    bench.add_argument(
-        "--neighbor-loss",
-        action="store_true",
-        help="train with the neighbor-graph term (precomputed first, untimed)",
-    )
-    bench.add_argument("--seed", type=int, default=1)
-    bench.add_argument("--json", action="store_true", help="print only the JSON line")
+from coldbrew.config import TrainConfig
 
 
-def random_features(num_items: int, dims: str, seed: int) -> dict[str, torch.Tensor]:
+def random_features(num_items: int, widths: list[int], seed: int) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
-    widths = [int(d) for d in dims.split(",") if d.strip()]
     names = ["visual", "acoustic", "text"] + [f"feature{i}" for i in range(3, len(widths))]
     return {names[i]: torch.rand(num_items, w, generator=generator) for i, w in enumerate(widths)}
 
 
-def run_bench(args: argparse.Namespace) -> int:
-    from coldbrew.config import make_config
+def random_samples(trainer, batch: int, seed: int):
+    """A function returning ``batch`` random sample indices of the trainer's task."""
+    device = trainer.runtime.device
+    generator = torch.Generator(device=device).manual_seed(seed)
+    count = trainer.task.num_samples()
+    return lambda: torch.randint(count, (batch,), device=device, generator=generator)
+
+
+def run_bench(
+    what: str,
+    config: TrainConfig,
+    *,
+    feature_widths: list[int] | None = None,
+    seconds: float = 10.0,
+    warmup: int = 3,
+) -> dict:
+    """samples/s of the sampler (``sample``), training steps (``train``) or a full evaluation
+    (``eval``) with ``config`` on its data, and the peak memory."""
     from coldbrew.data import load_dataset
-    from coldbrew.perf.timing import peak_memory_bytes, time_repeated
-    from coldbrew.training.runtime import device_name
-    from coldbrew.training.trainer import Trainer, evaluate_model
+    from coldbrew.system.runtime import configure_process, device_name
+    from coldbrew.system.timing import peak_memory_bytes, time_repeated
+    from coldbrew.training.run import build_trainer
 
     dataset = load_dataset(
-        args.data,
-        trust_pickle=args.trust_pickle,
-        features=args.features or ([] if args.feature_dims else None),
+        config.data,
+        trust_pickle=config.trust_pickle,
+        features=config.resolved_features() or ([] if feature_widths else None),
+        seed=config.seed,
     )
-    if args.feature_dims:
-        dataset.features = random_features(dataset.num_items, args.feature_dims, args.seed)
-    config = make_config(
-        {
-            "data": args.data,
-            "model": args.model,
-            "num_neg": args.num_neg,
-            "batch_size": args.batch_size,
-            "device": args.device,
-            "precision": args.precision,
-            "compile": args.compile,
-            "seed": args.seed,
-            "quiet": True,
-            "neighbor_loss": getattr(args, "neighbor_loss", False),
-        }
-    )
-    trainer = Trainer(config, dataset)
-    device = trainer.runtime.device
-    generator = torch.Generator(device=device).manual_seed(args.seed)
-    batch = config.batch_size
-
-    def random_rows() -> tuple[torch.Tensor, torch.Tensor]:
-        index = torch.randint(
-            len(trainer.train_users), (batch,), device=device, generator=generator
-        )
-        return trainer.train_users[index], trainer.train_items[index]
-
-    if args.what == "sample":
-        users, _ = random_rows()
+    if feature_widths:
+        dataset.features = random_features(dataset.num_items, feature_widths, config.seed)
+    trainer = build_trainer(config, dataset)
+    device, task = trainer.runtime.device, trainer.task
+    configure_process(device, deterministic=config.deterministic)
+    draw = random_samples(trainer, config.batch_size, config.seed)
+    if what == "sample":
+        users = task.make_batch(draw()).users
         calls, elapsed = time_repeated(
-            lambda: trainer.sampler.sample(users, config.num_neg),
-            device,
-            warmup=args.warmup,
-            seconds=args.seconds,
+            lambda: task.sample(users), device, warmup=warmup, seconds=seconds
         )
-        samples = calls * batch
-    elif args.what == "train":
+        samples = calls * config.batch_size
+    elif what == "train":
         calls, elapsed = time_repeated(
-            lambda: trainer.train_step(*random_rows()),
-            device,
-            warmup=args.warmup,
-            seconds=args.seconds,
+            lambda: trainer.train_step(draw()), device, warmup=warmup, seconds=seconds
         )
-        samples = calls * batch
+        samples = calls * config.batch_size
     else:
-
-        def full_evaluation():
-            return [
-                evaluate_model(trainer.model, dataset, split, config)
-                for split in ("val", "test")
-                if dataset.groups(split)
-            ]
-
         calls, elapsed = time_repeated(
-            full_evaluation, device, warmup=1, seconds=args.seconds, min_calls=2
+            lambda: [task.evaluate(trainer.model, split) for split in task.splits()],
+            device,
+            warmup=1,
+            seconds=seconds,
+            min_calls=2,
         )
         samples = calls * dataset.num_users
-    result = {
-        "benchmark": args.what,
+    return {
+        "benchmark": what,
         "dataset": dataset.name,
         "users": dataset.num_users,
         "items": dataset.num_items,
@@ -132,28 +81,23 @@ def run_bench(args: argparse.Namespace) -> int:
             for name, f in dataset.features.items()
             if isinstance(f, torch.Tensor)
         },
-        "num_neg": config.num_neg,
-        "batch_size": batch,
+        "model": config.model,
+        "num_neg": getattr(config.model_options, "num_neg", None),
+        "batch_size": config.batch_size,
         "calls": calls,
         "seconds": elapsed,
         "seconds_per_call": elapsed / calls,
         "samples_per_second": samples / elapsed,
         "epoch_seconds_estimate": dataset.num_train / (samples / elapsed)
-        if args.what != "eval"
+        if what != "eval"
         else None,
         "peak_memory_bytes": peak_memory_bytes(device),
         "device": device_name(device),
         "precision": trainer.runtime.precision,
         "compile": config.compile,
-        "neighbor_loss": config.neighbor_loss,
-        "sampler": trainer.sampler.method,
+        "neighbor_loss": getattr(config.model_options, "neighbor_loss", False),
+        "sampler": task.sampler.method,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    if not args.json:
-        print(
-            f"{args.what}: {result['samples_per_second']:,.0f} samples/s over {elapsed:.2f}s on {result['device']}"
-        )
-    print(json.dumps(result))
-    return 0

@@ -19,8 +19,8 @@ import time
 import numpy as np
 import torch
 
-from coldbrew.perf.memory import host_memory
-from coldbrew.perf.timing import synchronize, time_repeated
+from coldbrew.system.memory import host_memory
+from coldbrew.system.timing import synchronize, time_repeated
 
 GB = 1e9
 COMPILE_PROBE = """
@@ -39,7 +39,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "matches_eager": boo
 
 
 def versions() -> dict:
-    from coldbrew.perf.nvml import driver_version
+    from coldbrew.system.nvml import driver_version
 
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {

@@ -24,7 +24,8 @@ import warnings
 import torch
 
 from coldbrew.config import TrainConfig
-from coldbrew.perf.timing import peak_memory_bytes, synchronize
+from coldbrew.perf.bench import random_samples
+from coldbrew.system.timing import peak_memory_bytes, synchronize
 
 PHASES = ("negatives", "forward", "backward", "optimizer")
 
@@ -46,32 +47,19 @@ class PhaseClock:
         self.seconds[name] += time.perf_counter() - started
 
 
-def phased_step(trainer, users: torch.Tensor, positives: torch.Tensor, clock: PhaseClock) -> None:
-    """``Trainer.train_step`` part by part (same calls, same order), each part timed."""
+def phased_step(trainer, index: torch.Tensor, clock: PhaseClock) -> None:
+    """``Trainer.train_step`` part by part (same calls, same order), each part timed; one
+    micro-batch per step (``grad_accum`` is not profiled)."""
     with clock("optimizer"):
         trainer.optimizer.zero_grad(set_to_none=True)
     with clock("negatives"):
-        negatives = trainer.sample_negatives(users)
+        batch = trainer.make_batch(index)
     with clock("forward"):
-        total, _ = trainer.forward(users, positives, negatives)
+        output = trainer.forward(batch)
     with clock("backward"):
-        trainer.backward(total)
+        trainer.backward(output.total)
     with clock("optimizer"):
         trainer.optimizer_step()
-
-
-def batch_source(trainer, batch: int, seed: int):
-    """A function returning random (users, positives) training rows of ``batch`` rows."""
-    device = trainer.runtime.device
-    generator = torch.Generator(device=device).manual_seed(seed)
-
-    def draw() -> tuple[torch.Tensor, torch.Tensor]:
-        index = torch.randint(
-            len(trainer.train_users), (batch,), device=device, generator=generator
-        )
-        return trainer.train_users[index], trainer.train_items[index]
-
-    return draw
 
 
 def natural_steps(trainer, draw, steps: int, count_syncs: bool) -> tuple[float, int | None]:
@@ -86,8 +74,8 @@ def natural_steps(trainer, draw, steps: int, count_syncs: bool) -> tuple[float, 
             torch.cuda.set_sync_debug_mode("warn")
         started = time.perf_counter()
         try:
-            for users, positives in batches:
-                trainer.train_step(users, positives)
+            for index in batches:
+                trainer.train_step(index)
         finally:
             if count_syncs:
                 torch.cuda.set_sync_debug_mode(previous)
@@ -117,7 +105,7 @@ def device_busy_seconds(prof) -> float:
 
 def scaling_probe(trainer, batch: int, steps: int, seed: int) -> dict | None:
     """samples/s at twice the batch, or None when it does not fit."""
-    draw = batch_source(trainer, 2 * batch, seed + 1)
+    draw = random_samples(trainer, 2 * batch, seed + 1)
     try:
         natural_steps(trainer, draw, 2, count_syncs=False)  # warm-up (a new shape recompiles)
         seconds, _ = natural_steps(trainer, draw, steps, count_syncs=False)
@@ -129,14 +117,12 @@ def scaling_probe(trainer, batch: int, steps: int, seed: int) -> dict | None:
 
 
 def time_evaluation(trainer) -> float | None:
-    from coldbrew.training.trainer import evaluate_model
-
-    if not trainer.dataset.groups("val"):
+    if "val" not in trainer.task.splits():
         return None
     device = trainer.runtime.device
     synchronize(device)
     started = time.perf_counter()
-    evaluate_model(trainer.model, trainer.dataset, "val", trainer.config)
+    trainer.task.evaluate(trainer.model, "val")
     synchronize(device)
     return time.perf_counter() - started
 
@@ -150,7 +136,7 @@ def phase_pass(trainer, draw, steps: int, trace: str | None) -> tuple[dict[str, 
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     with torch.profiler.profile(activities=activities) as prof:
         for _ in range(steps):
-            phased_step(trainer, *draw(), clock)
+            phased_step(trainer, draw(), clock)
     if trace:
         prof.export_chrome_trace(str(trace))
     return clock.seconds, prof
@@ -158,7 +144,7 @@ def phase_pass(trainer, draw, steps: int, trace: str | None) -> tuple[dict[str, 
 
 def natural_pass(trainer, draw, steps: int) -> tuple[float, int | None, dict | None]:
     """Pass 2: (seconds, host syncs, NVML summary) of ``steps`` plain steps."""
-    from coldbrew.perf.nvml import GpuSampler
+    from coldbrew.system.nvml import GpuSampler
 
     device = trainer.runtime.device
     if device.type != "cuda":
@@ -174,13 +160,14 @@ def profile_training(
 ) -> dict:
     """Profile ``steps`` training steps of ``config`` on ``dataset``; the report as one dict."""
     from coldbrew.perf.verdict import findings
-    from coldbrew.training.runtime import device_name
-    from coldbrew.training.trainer import Trainer
+    from coldbrew.system.runtime import configure_process, device_name
+    from coldbrew.training.run import build_trainer
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # before our work adds to it
-    trainer = Trainer(config, dataset)
+    trainer = build_trainer(config, dataset)
     device, batch = trainer.runtime.device, config.batch_size
-    draw = batch_source(trainer, batch, config.seed)
+    configure_process(device, deterministic=config.deterministic)
+    draw = random_samples(trainer, batch, config.seed)
     started = time.perf_counter()
     natural_steps(trainer, draw, warmup, count_syncs=False)
     warmup_seconds = time.perf_counter() - started
@@ -189,7 +176,7 @@ def profile_training(
     seconds, syncs, gpu = natural_pass(trainer, draw, steps)
     samples_per_second = steps * batch / seconds
     eval_seconds = time_evaluation(trainer)
-    epoch_seconds = dataset.num_train / samples_per_second
+    epoch_seconds = trainer.task.num_samples() / samples_per_second
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     report = {
         "device": device_name(device),
@@ -197,7 +184,7 @@ def profile_training(
         "compile": config.compile,
         "model": config.model,
         "batch_size": batch,
-        "num_neg": config.num_neg,
+        "num_neg": getattr(config.model_options, "num_neg", None),
         "steps": steps,
         "warmup_seconds": warmup_seconds,
         "samples_per_second": samples_per_second,

@@ -20,12 +20,13 @@ import gc
 import math
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
-from coldbrew.perf.memory import host_memory, peak_rss_bytes, reset_peak_rss, rss_bytes
-from coldbrew.perf.profile import batch_source
-from coldbrew.perf.timing import time_repeated
+from coldbrew.perf.bench import random_samples
+from coldbrew.system.memory import host_memory, peak_rss_bytes, reset_peak_rss, rss_bytes
+from coldbrew.system.timing import time_repeated
 
 GAIN = 0.05  # a doubling that gains less than this is not worth its optimisation change
 RAM_FRACTION = 0.8  # of the RAM available at the start that the CPU search may plan to use
@@ -57,13 +58,13 @@ def measure(trainer, batch: int, seconds: float, seed: int) -> Candidate:
     """samples/s and peak memory of real steps at ``batch``; an out-of-memory error is a result."""
     device = trainer.runtime.device
     candidate = Candidate(batch, trainer.config.compile)
-    draw = batch_source(trainer, batch, seed)
+    draw = random_samples(trainer, batch, seed)
     baseline = rss_bytes() if device.type == "cpu" and reset_peak_rss() else None
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     try:
         calls, elapsed = time_repeated(
-            lambda: trainer.train_step(*draw()), device, warmup=2, seconds=seconds
+            lambda: trainer.train_step(draw()), device, warmup=2, seconds=seconds
         )
     except torch.cuda.OutOfMemoryError:
         candidate.fits, candidate.note = False, "out of memory"
@@ -157,8 +158,8 @@ def try_compile(
     """Measure ``--compile`` at ``batch`` when it works here and the budget allows; (result, note)."""
     from coldbrew.config import make_config
     from coldbrew.perf.doctor import compile_check
-    from coldbrew.training.runtime import resolve_device
-    from coldbrew.training.trainer import Trainer
+    from coldbrew.system.runtime import resolve_device
+    from coldbrew.training.run import build_trainer
 
     if deadline.left() < 4 * seconds + 5:
         return None, "compile not tried: budget spent"
@@ -172,7 +173,9 @@ def try_compile(
             f"compile not tried: it works here, but {deadline.left():.0f}s of budget is too short to compile the model",
         )
     try:
-        trainer = Trainer(make_config(config.to_dict(), {"compile": True, "quiet": True}), dataset)
+        trainer = build_trainer(
+            make_config(config.to_dict(), {"compile": True, "quiet": True}), dataset
+        )
         return measure(trainer, batch, seconds, config.seed), ""
     except Exception as error:  # a compile failure is a finding, not a crash
         return None, f"compile failed on the model: {type(error).__name__}: {str(error)[:200]}"
@@ -196,19 +199,22 @@ def tune(
     budget: float = 120.0,
     search_compile: bool = True,
     scale_lr: bool = False,
-    layers: tuple[dict, ...] = (),
     started: float | None = None,
 ) -> dict:
-    """Search, write the best settings merged over ``layers`` (preset, flags) to ``out``; the report."""
-    from coldbrew.config import make_config, save_yaml
-    from coldbrew.training.runtime import device_name
-    from coldbrew.training.trainer import Trainer
+    """Search, write ``config`` with the best settings to ``out`` (a preset); the report."""
+    from coldbrew.config import config_yaml, make_config
+    from coldbrew.system.runtime import configure_process, device_name
+    from coldbrew.training.checkpoint import atomic_write
+    from coldbrew.training.run import build_trainer
 
     deadline = Deadline(budget - (time.perf_counter() - started if started else 0.0))
     seconds = min(3.0, max(0.3, budget / 20))  # timed region per candidate
-    trainer = Trainer(make_config(config.to_dict(), {"compile": False, "quiet": True}), dataset)
+    trainer = build_trainer(
+        make_config(config.to_dict(), {"compile": False, "quiet": True}), dataset
+    )
     device = trainer.runtime.device
-    cap = max(config.batch_size, dataset.num_train // MIN_STEPS_PER_EPOCH)
+    configure_process(device, deterministic=config.deterministic)
+    cap = max(config.batch_size, trainer.task.num_samples() // MIN_STEPS_PER_EPOCH)
     search = search_gpu if device.type == "cuda" else search_cpu
     candidates = search(trainer, config.batch_size, cap, deadline, seconds, config.seed)
     del trainer
@@ -243,6 +249,7 @@ def tune(
         scaled, report["lr_warning"] = lr_advice(config, best.batch_size)
         if scale_lr:
             settings["lr"] = float(f"{scaled:.4g}")
-    save_yaml(make_config(*layers, settings), out)
+    text = config_yaml(make_config(config.to_dict(), settings)).encode()
+    atomic_write(Path(out), lambda handle: handle.write(text))
     report.update(out=str(out), settings=settings)
     return report

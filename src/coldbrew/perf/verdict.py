@@ -69,14 +69,15 @@ def evaluation_bound(report: dict, config: TrainConfig) -> str | None:
 
 def input_bound(report: dict, config: TrainConfig, threshold: float = 0.5) -> str | None:
     negatives = report["fractions"]["negatives"]
-    if negatives < threshold:
+    num_neg = report.get("num_neg")
+    if negatives < threshold or not num_neg:
         return None
-    rate = report["samples_per_second"] * config.num_neg
+    rate = report["samples_per_second"] * num_neg
     first = "" if config.compile else "--compile (fuses the sampler), or "
     gpu = "" if report["device_busy_fraction"] is not None else ", or a GPU"
     return (
         f"input-bound: negatives take {negatives:.0%} of step time ({rate:,.0f} negatives/s); "
-        f"try {first}--num-neg {max(1, config.num_neg // 2)} if the accuracy check in "
+        f"try {first}--num-neg {max(1, num_neg // 2)} if the accuracy check in "
         f"BENCHMARKS.md allows{gpu}"
     )
 

@@ -4,7 +4,10 @@ A task knows
 
 * how an epoch's batches are made: ``num_samples()`` samples, visited in ``epoch_order`` (a
   permutation on the device), cut into index slices that ``make_batch`` turns into the model's
-  input (the recommendation task draws negatives there; the forecasting task gathers windows);
+  input (the recommendation task draws negatives there; the forecasting task gathers windows).
+  ``epoch_order`` draws from the generator it is given (with several processes, one every
+  process seeds alike, so all agree on the order and each takes its slice); ``make_batch``
+  draws from the global torch RNG, each process's own stream;
 * how a split is evaluated: ``evaluate(model, split)`` returns ``{section: {metric: value}}``
   (``{"cold": {"recall@20": ...}}``, ``{"all": {"mae": ...}}``);
 * which metric is monitored for early stopping and best-checkpoint selection, and its direction.
@@ -68,14 +71,15 @@ class Task(ABC):
     def num_samples(self) -> int:
         """Samples in one epoch (positives for recommendation, windows for forecasting)."""
 
-    def epoch_order(self, generator: torch.Generator) -> torch.Tensor:
-        """The order of an epoch's samples: a permutation on the task's device."""
+    def epoch_order(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The order of an epoch's samples: a permutation on the task's device, drawn from
+        ``generator`` (None: the global torch RNG)."""
         return torch.randperm(self.num_samples(), device=self.device, generator=generator)
 
     @abstractmethod
-    def make_batch(self, index: torch.Tensor, generator: torch.Generator) -> Any:
+    def make_batch(self, index: torch.Tensor) -> Any:
         """The model's input for samples ``index`` (int64, on the device); random draws
-        (negatives) come from ``generator`` so each process has its own stream."""
+        (negatives) come from the global torch RNG, the trainer's per-process stream."""
 
     @abstractmethod
     def evaluate(self, model: torch.nn.Module, split: str, *, progress: bool = False) -> Metrics:

@@ -1,9 +1,11 @@
-"""Atomic checkpoints (temp file + rename) loaded with ``weights_only=True``."""
+"""Atomic checkpoints (unique temp file + rename) loaded with ``weights_only=True``, and the
+lock that keeps a second process out of a run directory."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -14,22 +16,26 @@ from coldbrew.errors import ColdbrewError
 
 LAST = "last.pt"
 BEST = "best.pt"
+LOCK = ".lock"
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
 
     Readers see either the old complete file or the new one; a failed write leaves no temporary.
+    The temporary's name is unique, so two writers never share one.
     """
-    temporary = path.with_name(path.name + ".tmp")
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
     try:
-        with open(temporary, "wb") as handle:
+        with os.fdopen(descriptor, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     finally:
-        temporary.unlink(missing_ok=True)
+        Path(temporary).unlink(missing_ok=True)
 
 
 def save_checkpoint(payload: dict, path: Path) -> None:
@@ -40,8 +46,45 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     if not path.exists():
         raise ColdbrewError(f"no checkpoint at {path}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if "weights_only" in str(error) or "Weights only load failed" in first:
+            first = "it holds objects other than tensors and plain values"
         raise ColdbrewError(
-            f"cannot read checkpoint {path}: {str(error).splitlines()[0]}"
+            f"cannot read checkpoint {path}: {first}; it is damaged or not a coldbrew checkpoint"
         ) from None
+    if not isinstance(payload, dict) or "model" not in payload:
+        raise ColdbrewError(f"{path} is not a coldbrew checkpoint (no model state)")
+    return payload
+
+
+class RunLock:
+    """An exclusive ``flock`` on RUN_DIR/.lock for as long as a process trains in RUN_DIR."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / LOCK
+        self.handle = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+
+        self.handle = open(self.path, "a+")  # noqa: SIM115 - closed in __exit__
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            owner = self.handle.read().strip() or "another process"
+            self.handle.close()
+            raise ColdbrewError(
+                f"{self.path.parent} is in use by {owner}; wait for it to finish"
+            ) from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"process {os.getpid()}")
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            self.handle.close()  # closing releases the lock

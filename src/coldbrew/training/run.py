@@ -1,25 +1,47 @@
 """A training run on disk: ``train`` writes RUN_DIR/{config.yaml, train.log, best.pt, last.pt,
-results.json}; ``evaluate_run`` reloads the best checkpoint and evaluates it."""
+results.json}; ``evaluate_run`` reloads the best checkpoint and evaluates it.
+
+Everything that can be refused is refused before data is loaded or anything is written: the
+options (typed and bounded by ``make_config``), the run directory (writable, empty, not in use
+by another process), and on resume the flags given now (only those that cannot change the data,
+the split or the model may change).
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import platform
 import time
 from pathlib import Path
 
 import torch
 
-from coldbrew.config import TrainConfig, load_yaml, make_config, save_yaml
+from coldbrew.config import TrainConfig, config_yaml, load_yaml, make_config
 from coldbrew.data import load_dataset
-from coldbrew.data.dataset import SPLITS, Dataset
+from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.models import build_model
-from coldbrew.training.checkpoint import BEST, LAST, atomic_write, load_checkpoint
-from coldbrew.training.runtime import device_name, keep_freed_memory_for_reuse, resolve_device
-from coldbrew.training.trainer import NonFiniteLoss, Trainer, evaluate_model
+from coldbrew.registry import model_spec
+from coldbrew.system.runtime import configure_process, device_name, make_runtime
+from coldbrew.training.checkpoint import BEST, LAST, RunLock, atomic_write, load_checkpoint
+from coldbrew.training.trainer import NonFiniteLoss, Trainer
 
 RESULTS = "results.json"
+CONFIG = "config.yaml"
+# what a resumed run may change: none of these changes its data, split, model or optimisation
+RESUMABLE_OVERRIDES = {
+    "epochs",
+    "patience",
+    "quiet",
+    "log_every",
+    "device",
+    "precision",
+    "compile",
+    "deterministic",
+    "eval_chunk_elements",
+    "trust_pickle",
+}
 
 
 def versions() -> dict:
@@ -38,9 +60,24 @@ def versions() -> dict:
     }
 
 
+def finite_or_none(value):
+    """JSON has no infinities or NaN: such numbers are written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_none(item) for item in value]
+    return value
+
+
 def write_json(payload: dict, path: Path) -> None:
-    text = json.dumps(payload, indent=2, default=float).encode()
+    text = json.dumps(finite_or_none(payload), indent=2, default=float, allow_nan=False).encode()
     atomic_write(path, lambda handle: handle.write(text))
+
+
+def write_text(text: str, path: Path) -> None:
+    atomic_write(path, lambda handle: handle.write(text.encode()))
 
 
 def load_run_dataset(config: TrainConfig) -> Dataset:
@@ -52,15 +89,50 @@ def load_run_dataset(config: TrainConfig) -> Dataset:
     )
 
 
-def prepare_run_dir(run_dir: Path, resume: bool) -> None:
-    if resume:
-        if not (run_dir / LAST).exists():
-            raise ColdbrewError(f"cannot resume: {run_dir / LAST} does not exist")
-        return
-    if run_dir.exists() and any(run_dir.iterdir()):
+def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
+    """Runtime, the model's task, the model and the trainer for ``config``.
+
+    A run's documented process-wide step: torch's global RNG is seeded with ``config.seed``
+    here, then draws the model's initial weights and, during training, the sample order and
+    everything random in a step. ``options`` go to ``Trainer`` (``run_dir``, ``log``,
+    ``on_epoch_end``).
+    """
+    from coldbrew.models import build_model
+    from coldbrew.tasks import build_task
+
+    torch.manual_seed(config.seed)
+    runtime = make_runtime(config.device, config.precision)
+    task = build_task(model_spec(config.model).task, dataset, config, runtime.device)
+    model = build_model(config.model, dataset, config)
+    return Trainer(model, task, config, runtime, **options)
+
+
+def check_out_dir(run_dir: Path) -> None:
+    """A run directory that can be created and written, checked before anything is loaded."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ColdbrewError(f"--out {run_dir} is a file, not a directory")
+    existing = run_dir
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ColdbrewError(f"cannot write the run directory {run_dir}: {existing} is not writable")
+
+
+def check_new_run_dir(run_dir: Path) -> None:
+    check_out_dir(run_dir)
+    if run_dir.exists() and any(p.name != ".lock" for p in run_dir.iterdir()):
         raise ColdbrewError(
             f"{run_dir} already exists and is not empty; pass --resume {run_dir} or choose another --out"
         )
+
+
+def absolute_data(config: TrainConfig) -> TrainConfig:
+    """The run records its data as an absolute path (a name such as ml-100k stays a name), so
+    evaluate and --resume work from any folder."""
+    path = Path(config.data).expanduser()
+    if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
+        config.data = str(path.resolve())
+    return config
 
 
 def train(
@@ -74,82 +146,135 @@ def train(
     """Train, evaluate the best checkpoint on val and test, write results.json; return it.
 
     With ``resume``, ``config`` should be the run's own (``resume_config`` reads it back) so the
-    continued run trains exactly as the interrupted one would have.
+    continued run trains exactly as the interrupted one would have. A run directory with a
+    configuration but no checkpoint (stopped in its first epoch) starts again from epoch 1.
     """
     run_dir = Path(run_dir)
-    prepare_run_dir(run_dir, resume)
-    dataset = dataset if dataset is not None else load_run_dataset(config)
-    started = time.perf_counter()
-    trainer = Trainer(config, dataset, run_dir, on_epoch_end=on_epoch_end)
-    run_dir.mkdir(parents=True, exist_ok=True)  # only once data and model are known to be good
     if resume:
-        trainer.resume()
-    else:
-        save_yaml(config, run_dir / "config.yaml")
-    log_file = open(run_dir / "train.log", "a")  # noqa: SIM115 - closed below
+        if not (run_dir / CONFIG).exists():
+            raise ColdbrewError(f"cannot resume: {run_dir / CONFIG} does not exist")
+        check_out_dir(run_dir)
+        with RunLock(run_dir):  # a second process on the run fails here, before loading data
+            dataset = dataset if dataset is not None else load_run_dataset(config)
+            trainer = build_trainer(config, dataset, on_epoch_end=on_epoch_end)
+            return _train_locked(trainer, dataset, run_dir, resume)
+    check_new_run_dir(run_dir)
+    config = absolute_data(config)
+    dataset = dataset if dataset is not None else load_run_dataset(config)
+    trainer = build_trainer(config, dataset, on_epoch_end=on_epoch_end)  # refusals come here
+    run_dir.mkdir(parents=True, exist_ok=True)  # only once data and model are known to be good
+    with RunLock(run_dir):
+        return _train_locked(trainer, dataset, run_dir, resume)
 
-    def log(line: str) -> None:
-        log_file.write(line + "\n")
-        log_file.flush()
-        if not config.quiet:
-            print(line, flush=True)
 
+def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: bool) -> dict:
+    config = trainer.config
+    with open(run_dir / "train.log", "a") as log_file:
+
+        def log(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+            if not config.quiet:
+                print(line, flush=True)
+
+        trainer.run_dir, trainer.log = run_dir, log
+        return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
+
+
+def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
+    config = trainer.config
+    configure_process(trainer.runtime.device, deterministic=config.deterministic)
+    for note in config.notes:
+        log(f"note: {note}")
+    if resume and (run_dir / LAST).exists():
+        trainer.resume(run_dir / LAST)
+        log(f"resuming {run_dir} after epoch {trainer.state.epoch}")
+    elif resume:
+        log(f"{run_dir} has no checkpoint yet: starting it again from epoch 1 with its config")
+    write_text(config_yaml(config), run_dir / CONFIG)  # on resume: with the new epochs, device ...
     log(
         f"training {config.model} on {dataset.name}: {dataset.num_users} users, {dataset.num_items} items, "
         f"{dataset.num_train} interactions, device {trainer.runtime.device} ({trainer.runtime.precision})"
     )
+    started = time.perf_counter()
     stopped, failure = "max_epochs", None
     try:
-        state = trainer.fit(log)
-        if state.epochs_without_improvement >= config.patience:
+        trainer.fit()
+        if trainer.stopped_early():
             stopped = "early_stop"
     except NonFiniteLoss as error:
         stopped, failure = "non_finite", error
-        log(str(error))
-    finally:
-        log_file.close()
-    results = finish_run(trainer, run_dir, stopped, time.perf_counter() - started)
+        log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
+    results = finish_run(trainer, dataset, run_dir, stopped, time.perf_counter() - started)
     if failure is not None:
         raise failure
     return results
 
 
-def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
-    """The configuration RUN_DIR was started with, with ``overrides`` (e.g. more epochs) on top."""
-    path = Path(run_dir) / "config.yaml"
+def resume_config(run_dir: Path | str, *overrides: dict, from_text: bool = False) -> TrainConfig:
+    """The configuration RUN_DIR was started with, with ``overrides`` (e.g. more epochs) on top.
+
+    Only ``RESUMABLE_OVERRIDES`` may differ from the run's own values: anything else would
+    train the remaining epochs on other data, another split or another model.
+    """
+    path = Path(run_dir) / CONFIG
     if not path.exists():
         raise ColdbrewError(f"cannot resume: {path} does not exist")
-    return make_config(load_yaml(path), *overrides)
-
-
-def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: float) -> dict:
-    state, config, dataset = trainer.state, trainer.config, trainer.dataset
-    metrics = {}
-    if (run_dir / BEST).exists():
-        trainer.model.load_state_dict(
-            load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"]
+    saved = make_config(load_yaml(path))
+    config = make_config(load_yaml(path), *overrides, from_text=from_text)
+    before, after = flat_settings(saved), flat_settings(config)
+    changed = sorted(key for key in after if before.get(key) != after[key])
+    refused = [key for key in changed if key not in RESUMABLE_OVERRIDES]
+    if refused:
+        allowed = ", ".join(sorted(RESUMABLE_OVERRIDES))
+        raise ColdbrewError(
+            f"--resume cannot change {', '.join(refused)} (the run's data, split, model or "
+            f"optimisation); only {allowed} may change. Start a new run with --out instead"
         )
-        measured = {entry["epoch"]: entry["val"] for entry in state.history}
-        for split in SPLITS:
-            if split == "val" and state.best_epoch in measured:
-                # The best checkpoint is the model of that epoch, whose validation was measured
-                # then; ranking is deterministic, so a second pass would only repeat the numbers.
-                metrics["val"] = measured[state.best_epoch]
-            elif dataset.groups(split):
-                metrics[split] = evaluate_model(trainer.model, dataset, split, config)
+    return config
+
+
+def flat_settings(config: TrainConfig) -> dict:
+    """Run settings and the model's options in one mapping (the model's under their names)."""
+    flat = config.to_dict()
+    return {**{k: v for k, v in flat.items() if k != config.model}, **flat[config.model]}
+
+
+def final_metrics(trainer: Trainer, run_dir: Path) -> dict:
+    """Every split's metrics of the best checkpoint; validation is the best epoch's own."""
+    state, task = trainer.state, trainer.task
+    if not (run_dir / BEST).exists():
+        return {}
+    trainer.model.load_state_dict(load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"])
+    measured = {entry["epoch"]: entry["val"] for entry in state.history}
+    metrics = {}
+    for split in task.splits():
+        if split == "val" and state.best_epoch in measured:
+            # The best checkpoint is the model of that epoch, whose validation was measured
+            # then; ranking is deterministic, so a second pass would only repeat the numbers.
+            metrics["val"] = measured[state.best_epoch]
+        else:
+            metrics[split] = task.evaluate(trainer.model, split)
+    return metrics
+
+
+def finish_run(
+    trainer: Trainer, dataset: Dataset, run_dir: Path, stopped: str, wall: float
+) -> dict:
+    state, config, monitor = trainer.state, trainer.config, trainer.task.monitor
     results = {
         "model": config.model,
         "dataset": dataset.summary(),
-        "notes": dataset.notes,
-        "metrics": metrics,
+        "notes": dataset.notes + config.notes,
+        "metrics": final_metrics(trainer, run_dir),
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped": stopped,
-        "early_stop": {"group": trainer.group, "metric": trainer.metric, "best": state.best_score},
+        "early_stop": {"monitor": monitor.key, "mode": monitor.mode, "best": state.best_score},
         "timing": {
             "train_seconds": state.train_seconds,
             "eval_seconds": state.eval_seconds,
-            "wall_seconds": wall_seconds,
+            "wall_seconds": wall,
             "samples_per_second": state.samples_seen / max(state.train_seconds, 1e-9),
         },
         "config": config.to_dict(),
@@ -159,51 +284,3 @@ def finish_run(trainer: Trainer, run_dir: Path, stopped: str, wall_seconds: floa
     }
     write_json(results, run_dir / RESULTS)
     return results
-
-
-def evaluate_run(
-    run_dir: Path | str,
-    *,
-    data: str | None = None,
-    splits=SPLITS,
-    device: str = "auto",
-    trust_pickle: bool | None = None,
-) -> dict:
-    """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json."""
-    run_dir = Path(run_dir)
-    if not (run_dir / "config.yaml").exists():
-        raise ColdbrewError(f"{run_dir} is not a coldbrew run (no config.yaml)")
-    overrides = {"device": device, "neighbor_loss": False}  # a training-only term: skip its graph
-    if data is not None:
-        overrides["data"] = data
-    if trust_pickle is not None:
-        overrides["trust_pickle"] = trust_pickle
-    config = make_config(load_yaml(run_dir / "config.yaml"), overrides)
-    dataset = load_run_dataset(config)
-    model = build_model(config.model, dataset, config)
-    target = resolve_device(config.device)
-    state = load_checkpoint(run_dir / BEST, target)["model"]
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as error:
-        raise ColdbrewError(
-            f"checkpoint does not fit dataset {dataset.name}: {str(error).splitlines()[0]}"
-        ) from None
-    model.to(target)
-    if target.type == "cpu":
-        keep_freed_memory_for_reuse()  # score chunks are 64 MiB: reuse them, do not refault them
-    started = time.perf_counter()
-    metrics = {
-        split: evaluate_model(model, dataset, split, config)
-        for split in splits
-        if dataset.groups(split)
-    }
-    output = {
-        "run": str(run_dir),
-        "data": config.data,
-        "metrics": metrics,
-        "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
-        "device": device_name(target),
-    }
-    write_json(output, run_dir / "evaluation.json")
-    return output

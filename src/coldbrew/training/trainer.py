@@ -1,36 +1,39 @@
-"""The one training loop: device-resident data, vectorized negatives, no host sync per step.
+"""The one training loop: task + model + optimizer; nothing model- or task-specific.
 
-Model-agnostic: it knows only the ``Recommender`` contract (``loss``, ``user_embeddings``,
-``item_embeddings``). Per epoch: shuffle index tensors on the device, draw negatives per batch
-in one call, accumulate loss terms on the device, read them once at the end of the epoch,
-evaluate on validation, keep the best checkpoint, stop early.
+Per epoch: the task's sample order (a permutation on the device), cut into optimizer steps of
+``batch_size × grad_accum`` samples, each cut into micro-batches of ``batch_size``; for each
+micro-batch ``task.make_batch`` (negatives, windows ...), ``model(batch)`` for the loss under
+autocast, backward with the loss scaled by the micro-batch's share of the step; then clipping,
+the optimizer and the schedule. Loss terms and a non-finite flag accumulate on the device and
+are read once per epoch. Then ``task.evaluate(model, "val")``, the best checkpoint by the
+task's monitored metric, early stopping after ``patience`` evaluations without improvement.
+
+Randomness: the sample order and everything drawn inside a step (negatives, dropout, CLCRec's
+content mix) come from the global torch RNG, which the run seeds before it builds the model
+(``coldbrew.training.run.build_trainer``) and checkpoints restore, so a resumed run continues
+the same stream.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from coldbrew.config import TrainConfig
-from coldbrew.data.dataset import Dataset
-from coldbrew.data.sampling import NegativeSampler
 from coldbrew.errors import ColdbrewError
-from coldbrew.models import Batch, Recommender, build_model
+from coldbrew.models.base import LossOutput
+from coldbrew.system.runtime import Runtime, rng_state, set_rng_state
+from coldbrew.tasks.base import Metrics, Task
 from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
-from coldbrew.training.runtime import (
-    Runtime,
-    make_runtime,
-    rng_state,
-    seed_everything,
-    set_rng_state,
-)
+from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_note
 
 
 class NonFiniteLoss(ColdbrewError):
@@ -40,8 +43,9 @@ class NonFiniteLoss(ColdbrewError):
 @dataclass
 class TrainState:
     epoch: int = 0  # epochs completed
+    optimizer_steps: int = 0
     best_epoch: int = 0
-    best_score: float = -math.inf
+    best_score: float | None = None  # None until a finite monitored value is seen
     epochs_without_improvement: int = 0
     samples_seen: int = 0
     train_seconds: float = 0.0
@@ -52,108 +56,57 @@ class TrainState:
         return dict(self.__dict__)
 
 
-def early_stop_key(config: TrainConfig, dataset: Dataset) -> tuple[str, str]:
-    """(group, metric): cold recall@20 when validation has a cold group, else all recall@20."""
-    if config.early_stop_metric:
-        group, _, metric = config.early_stop_metric.partition("/")
-        if not metric:
-            raise ColdbrewError("early_stop_metric must look like 'cold/recall@20'")
-        if group not in dataset.groups("val"):
-            offered = ", ".join(dataset.groups("val")) or "none"
-            raise ColdbrewError(f"early_stop_metric group {group!r} not in validation ({offered})")
-        return group, metric
-    groups = dataset.groups("val")
-    if not groups:
-        raise ColdbrewError(f"{dataset.name} has no validation split to early-stop on")
-    k = 20 if 20 in config.resolved_ks() else config.resolved_ks()[0]
-    group = "cold" if "cold" in groups else ("all" if "all" in groups else next(iter(groups)))
-    return group, f"recall@{k}"
-
-
-def evaluate_model(model: Recommender, dataset: Dataset, split: str, config: TrainConfig) -> dict:
-    """Full ranking: from the embedding matrices, or ``score_users`` where a model overrides it."""
-    from coldbrew.evaluation import evaluate_embeddings, evaluate_scores
-
-    options = {
-        "split": split,
-        "ks": config.resolved_ks(),
-        "chunk_elements": config.eval_chunk_elements,
-        "progress": not config.quiet,
-    }
-    model.eval()
-    with torch.no_grad():
-        if type(model).score_users is not Recommender.score_users:
-            metrics = evaluate_scores(dataset, model.score_users, **options)
-        else:
-            users, items = model.user_embeddings().float(), model.item_embeddings().float()
-            metrics = evaluate_embeddings(dataset, users, items, **options)
-    model.train()
-    return metrics
+def show_progress(config: TrainConfig) -> bool:
+    """Bars only on a terminal: redirected logs get epoch lines, not carriage-return frames."""
+    return not config.quiet and sys.stderr.isatty()
 
 
 class Trainer:
-    """Trains ``config.model`` on ``dataset``, writing checkpoints into ``run_dir``."""
+    """Trains ``model`` on ``task``; checkpoints into ``run_dir`` when one is given."""
 
     def __init__(
         self,
+        model: torch.nn.Module,
+        task: Task,
         config: TrainConfig,
-        dataset: Dataset,
+        runtime: Runtime,
+        *,
         run_dir: Path | None = None,
+        log: Callable[[str], None] = print,
         on_epoch_end: Callable[[TrainState], None] | None = None,
     ):
-        self.config, self.dataset = config, dataset
+        self.config, self.task, self.runtime = config, task, runtime
         self.run_dir = Path(run_dir) if run_dir else None
-        self.on_epoch_end = on_epoch_end
-        seed_everything(config.seed)
-        self.runtime: Runtime = make_runtime(config.device, config.precision, config.deterministic)
-        device = self.runtime.device
-        self.model = build_model(config.model, dataset, config).to(device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
-        self.step_fn = torch.compile(self._loss) if config.compile else self._loss
-        coo = dataset.train.tocoo()
-        self.train_users = torch.from_numpy(coo.row.astype(np.int64)).to(device)
-        self.train_items = torch.from_numpy(coo.col.astype(np.int64)).to(device)
-        self.sampler = NegativeSampler(dataset.exclusion_matrix(), dataset.warm_items, device)
-        self.sampler.check_users(np.unique(coo.row))
-        # Only the rank method compiles: the CPU rejection loop has data-dependent sizes. And
-        # dynamic=False: its randint cannot take a symbolic batch size (a new batch size
-        # recompiles instead; an epoch has two: full batches and the last, shorter one).
-        compile_sampler = config.compile and self.sampler.method == "rank"
-        self.sample_fn = (
-            torch.compile(self._sample, dynamic=False) if compile_sampler else self._sample
-        )
+        self.log, self.on_epoch_end = log, on_epoch_end
+        self.model = model.to(runtime.device)
+        self.step_samples = config.batch_size * config.grad_accum
+        self.steps_per_epoch = math.ceil(task.num_samples() / self.step_samples)
+        self.optimizer = build_optimizer(self.model, config)
+        self.scheduler = build_scheduler(self.optimizer, config, self.steps_per_epoch)
+        self.loss_fn = torch.compile(self.model) if config.compile else self.model
+        self.order: torch.Generator | None = None  # None: the global RNG orders the samples
         self.state = TrainState()
-        self.group, self.metric = early_stop_key(config, dataset)
-        steps = math.ceil(len(self.train_users) / config.batch_size) * config.epochs
-        self.scheduler = None
-        if config.lr_schedule == "cosine":
-            self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=steps)
 
     # ------------------------------------------------------------------ one step
     # A step is four parts, kept apart so ``coldbrew profile`` can time each one:
-    # negatives (sampler), forward (loss), backward, optimizer.
-    def _sample(self, users: torch.Tensor) -> torch.Tensor:
-        return self.sampler.sample(users, self.config.num_neg)  # (B, K)
+    # batch (the task's sampling), forward (the loss), backward, optimizer.
+    def make_batch(self, index: torch.Tensor) -> Any:
+        return self.task.make_batch(index)
 
-    def _loss(self, users: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor):
-        items = torch.cat([positives.unsqueeze(1), negatives], dim=1)  # (B, 1 + K)
+    def forward(self, batch: Any) -> LossOutput:
         with self.runtime.autocast():
-            output = self.model(Batch(users=users, items=items))
-        return output.total, output.terms
+            return self.loss_fn(batch)
 
-    def sample_negatives(self, users: torch.Tensor) -> torch.Tensor:
-        return self.sample_fn(users)
-
-    def forward(self, users: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor):
-        """(total loss, {term: value}) for a batch whose negatives are already drawn."""
-        return self.step_fn(users, positives, negatives)
-
-    def backward(self, total: torch.Tensor) -> None:
+    def backward(self, loss: torch.Tensor) -> None:
         scaler = self.runtime.scaler
-        (total if scaler is None else scaler.scale(total)).backward()
+        (loss if scaler is None else scaler.scale(loss)).backward()
 
     def optimizer_step(self) -> None:
-        scaler = self.runtime.scaler
+        scaler, clip = self.runtime.scaler, self.config.grad_clip
+        if clip is not None:
+            if scaler is not None:
+                scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         if scaler is None:
             self.optimizer.step()
         else:
@@ -161,20 +114,29 @@ class Trainer:
             scaler.update()
         if self.scheduler is not None:
             self.scheduler.step()
+        self.state.optimizer_steps += 1
 
-    def train_step(self, users: torch.Tensor, positives: torch.Tensor):
+    def train_step(self, index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One optimizer step over samples ``index``: micro-batches of ``batch_size``, each
+        loss weighted by its share of the samples, so the gradient is the step's mean."""
         self.optimizer.zero_grad(set_to_none=True)
-        negatives = self.sample_negatives(users)
-        total, terms = self.forward(users, positives, negatives)
-        self.backward(total)
+        parts = index.split(self.config.batch_size)
+        total, terms = torch.zeros((), device=index.device), {}
+        for part in parts:
+            share = len(part) / len(index)
+            output = self.forward(self.make_batch(part))
+            self.backward(output.total * share)
+            total = total + output.total.detach().float() * share
+            for name, value in output.terms.items():
+                terms[name] = terms.get(name, 0) + value.detach().float() * share
         self.optimizer_step()
-        return total.detach(), {name: value.detach() for name, value in terms.items()}
+        return total, terms
 
     # ------------------------------------------------------------------ one epoch
     def train_epoch(self) -> dict[str, float]:
         config, device = self.config, self.runtime.device
-        count = len(self.train_users)
-        order = torch.randperm(count, device=device)
+        count = self.task.num_samples()
+        order = self.task.epoch_order(self.order)
         sums: dict[str, torch.Tensor] = {}
         first_bad_step = torch.full((), -1, dtype=torch.long, device=device)
         epoch = self.state.epoch + 1
@@ -183,22 +145,21 @@ class Trainer:
             unit="sample",
             unit_scale=True,
             desc=f"epoch {epoch}",
-            disable=config.quiet,
+            disable=not show_progress(config),
             leave=False,
         )
         steps = 0
-        for steps, start in enumerate(range(0, count, config.batch_size), start=1):
-            index = order[start : start + config.batch_size]
-            total, terms = self.train_step(self.train_users[index], self.train_items[index])
+        for steps, start in enumerate(range(0, count, self.step_samples), start=1):
+            total, terms = self.train_step(order[start : start + self.step_samples])
             for name, value in {"loss": total, **terms}.items():
-                sums[name] = sums[name] + value.float() if name in sums else value.float()
+                sums[name] = sums[name] + value if name in sums else value
             bad = ~torch.isfinite(total) & (first_bad_step < 0)
             first_bad_step = torch.where(
                 bad, torch.full_like(first_bad_step, steps), first_bad_step
             )
             if steps % config.log_every == 0:
                 self._gpu_postfix(bar)
-                bar.update(min(count, start + config.batch_size) - bar.n)
+                bar.update(min(count, start + self.step_samples) - bar.n)
         bar.update(count - bar.n)
         bar.close()
         bad_step = int(first_bad_step)  # one read per epoch
@@ -215,7 +176,7 @@ class Trainer:
         device = self.runtime.device
         if bar.disable or device.type != "cuda":
             return
-        from coldbrew.perf.nvml import format_stats, gpu_stats
+        from coldbrew.system.nvml import format_stats, gpu_stats
 
         stats = gpu_stats(device.index if device.index is not None else torch.cuda.current_device())
         if stats is not None:
@@ -223,10 +184,12 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self) -> dict:
+        scaler = self.runtime.scaler
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "scaler": scaler.state_dict() if scaler is not None else None,
             "rng": rng_state(),
             "state": self.state.to_dict(),
             "config": self.config.to_dict(),
@@ -236,36 +199,34 @@ class Trainer:
         if self.run_dir is not None:
             save_checkpoint(self.checkpoint_payload(), self.run_dir / name)
 
-    def resume(self) -> None:
-        payload = load_checkpoint(self.run_dir / LAST, map_location=self.runtime.device)
+    def resume(self, path: Path) -> None:
+        payload = load_checkpoint(path, map_location=self.runtime.device)
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
-        if self.scheduler is not None and payload["scheduler"] is not None:
+        if self.scheduler is not None and payload.get("scheduler") is not None:
             self.scheduler.load_state_dict(payload["scheduler"])
+        if self.runtime.scaler is not None and payload.get("scaler") is not None:
+            self.runtime.scaler.load_state_dict(payload["scaler"])
         self.state = TrainState(**payload["state"])
         set_rng_state(payload["rng"])
+        saved_epochs = payload["config"].get("epochs", self.config.epochs)
+        note = schedule_note(self.scheduler, self.config, self.steps_per_epoch, saved_epochs)
+        if note:
+            self.log(note)
 
     # ------------------------------------------------------------------ the loop
-    def fit(self, log: Callable[[str], None] = print) -> TrainState:
-        state, config = self.state, self.config
-        while state.epoch < config.epochs and state.epochs_without_improvement < config.patience:
-            started = time.perf_counter()
-            losses = self.train_epoch()
-            if self.runtime.device.type == "cuda":
-                torch.cuda.synchronize()
-            state.train_seconds += time.perf_counter() - started
-            started = time.perf_counter()
-            metrics = evaluate_model(self.model, self.dataset, "val", config)
-            state.eval_seconds += time.perf_counter() - started
-            state.epoch += 1
-            score = metrics.get(self.group, {}).get(self.metric, float("nan"))
-            improved = score > state.best_score
+    def fit(self) -> TrainState:
+        """Train until ``epochs`` or early stopping (or ``patience`` evaluations without
+        improvement); checkpoints after every epoch when a run directory is set."""
+        state, config, monitor = self.state, self.config, self.task.monitor
+        while state.epoch < config.epochs and not self.stopped_early():
+            losses, metrics = self._train_and_evaluate()
+            score = monitor.value(metrics)
+            best = monitor.worst if state.best_score is None else state.best_score
+            improved = math.isfinite(score) and monitor.improved(score, best)
             if improved:
-                state.best_score, state.best_epoch, state.epochs_without_improvement = (
-                    score,
-                    state.epoch,
-                    0,
-                )
+                state.best_score, state.best_epoch = score, state.epoch
+                state.epochs_without_improvement = 0
             else:
                 state.epochs_without_improvement += 1
             state.history.append(
@@ -277,21 +238,43 @@ class Trainer:
                     "eval_seconds": state.eval_seconds,
                 }
             )
-            log(self._epoch_line(losses, metrics, improved))
+            self.log(self._epoch_line(losses, metrics, improved))
             if improved:
                 self.save(BEST)
             self.save(LAST)
             if self.on_epoch_end is not None:
                 self.on_epoch_end(state)
+        if self.stopped_early():
+            self.log(
+                f"early stop: {monitor.key} did not improve for {config.patience} evaluations; "
+                f"best epoch {state.best_epoch}"
+            )
         return state
 
-    def _epoch_line(self, losses: dict, metrics: dict, improved: bool) -> str:
+    def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:
+        """One epoch of training, then validation; both timed."""
+        started = time.perf_counter()
+        losses = self.train_epoch()
+        if self.runtime.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.state.train_seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        metrics = self.task.evaluate(self.model, "val", progress=show_progress(self.config))
+        self.state.eval_seconds += time.perf_counter() - started
+        self.state.epoch += 1
+        return losses, metrics
+
+    def stopped_early(self) -> bool:
+        return self.state.epochs_without_improvement >= self.config.patience
+
+    def _epoch_line(self, losses: dict, metrics: Metrics, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())
+        monitored = self.task.monitor.metric
         shown = [
-            f"{group}/{m}={metrics[group][m]:.4f}"
-            for group in metrics
-            for m in (self.metric, "ndcg@20")
-            if m in metrics[group]
+            f"{section}/{name}={values[name]:.4f}"
+            for section, values in metrics.items()
+            for name in dict.fromkeys((monitored, "ndcg@20"))
+            if name in values
         ]
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)
         mark = " *" if improved else ""

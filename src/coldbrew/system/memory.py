@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from coldbrew.perf.timing import peak_memory_bytes
+from coldbrew.system.timing import peak_memory_bytes
 
 
 def host_memory() -> dict:

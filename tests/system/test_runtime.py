@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from coldbrew.training.runtime import keep_freed_memory_for_reuse
+from coldbrew.system.runtime import keep_freed_memory_for_reuse
 
 
 @pytest.mark.skipif(

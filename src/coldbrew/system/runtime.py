@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import random
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from coldbrew.errors import ColdbrewError
@@ -40,8 +38,11 @@ def resolve_device(name: str = "auto") -> torch.device:
     return device
 
 
-def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runtime:
-    """bf16 autocast on GPUs that support it, fp16 + GradScaler on older ones, fp32 on CPU."""
+def make_runtime(device_name: str, precision: str) -> Runtime:
+    """bf16 autocast on GPUs that support it, fp16 + GradScaler on older ones, fp32 on CPU.
+
+    Changes no process-wide setting; ``configure_process`` is where a run does that.
+    """
     device = resolve_device(device_name)
     if precision == "auto":
         if device.type != "cuda":
@@ -52,6 +53,20 @@ def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runti
         raise ColdbrewError(f"precision {precision} needs a CUDA device; use fp32 on {device.type}")
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    return Runtime(device=device, autocast_dtype=dtype, scaler=scaler)
+
+
+def configure_process(device: torch.device, *, deterministic: bool = False) -> None:
+    """The process-wide settings a training or evaluation run makes, in one place.
+
+    * CPU: glibc keeps freed blocks mapped (``keep_freed_memory_for_reuse``);
+    * CUDA: TF32 matmuls and convolutions (fp32 inputs, 10-bit mantissa products);
+    * ``deterministic``: ``torch.use_deterministic_algorithms(True)`` and the cuBLAS workspace
+      setting it needs.
+
+    ``coldbrew train``/``evaluate`` and ``coldbrew.training.run`` call it; library users who
+    build a ``Trainer`` themselves choose whether to.
+    """
     if device.type == "cpu":
         keep_freed_memory_for_reuse()
     if device.type == "cuda":
@@ -60,7 +75,6 @@ def make_runtime(device_name: str, precision: str, deterministic: bool) -> Runti
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
-    return Runtime(device=device, autocast_dtype=dtype, scaler=scaler)
 
 
 ALLOCATOR_THRESHOLD = 1 << 30  # bytes
@@ -91,33 +105,18 @@ def keep_freed_memory_for_reuse() -> bool:
     )
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def rng_state() -> dict:
-    """Every RNG's state as plain types and tensors (loadable with ``weights_only=True``)."""
-    kind, keys, position, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
-        "torch": torch.get_rng_state(),
-    }
+    """The torch RNG states (CPU and every CUDA device), loadable with ``weights_only=True``."""
+    state = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: dict) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, position, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
+    torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 def device_name(device: torch.device) -> str:

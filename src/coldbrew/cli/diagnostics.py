@@ -1,11 +1,15 @@
-"""``coldbrew doctor|profile|tune``: parse, delegate to ``perf.doctor|profile|tune``, print."""
+"""``coldbrew doctor|profile|tune``: parse, delegate to ``coldbrew.perf``, print a table or JSON."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
+
+from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.errors import ColdbrewError
 
 EXAMPLES = {
     "doctor": "Examples:\n  coldbrew doctor\n  coldbrew doctor --json > doctor.json",
@@ -16,9 +20,7 @@ EXAMPLES = {
 }
 
 
-def add_diagnostics_parsers(commands) -> None:
-    from coldbrew.cli import add_config_options
-
+def add_parsers(commands) -> None:
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         return commands.add_parser(
             name,
@@ -79,10 +81,10 @@ def add_diagnostics_parsers(commands) -> None:
 
 def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
     """(YAML preset, command-line flags) as given by the user."""
-    from coldbrew.config import FIELDS, load_yaml
+    from coldbrew.config import load_yaml
 
     preset = load_yaml(args.config) if args.config else {}
-    return preset, {key: value for key, value in vars(args).items() if key in FIELDS}
+    return preset, config_flags(args)
 
 
 def doctor_report(args: argparse.Namespace, started: float) -> dict:
@@ -101,7 +103,11 @@ def profile_report(args: argparse.Namespace, started: float) -> dict:
 
     if args.steps < 1:
         raise ColdbrewError("--steps must be at least 1")
-    config = make_config(*config_layers(args))
+    if args.warmup < 0:
+        raise ColdbrewError("--warmup must be at least 0")
+    if args.trace:
+        check_writable_file(Path(args.trace), "--trace")
+    config = make_config(*config_layers(args), from_text=True)
     return profile_training(
         config, load_run_dataset(config), steps=args.steps, trace=args.trace, warmup=args.warmup
     )
@@ -112,8 +118,10 @@ def tune_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.perf.tune import tune
     from coldbrew.training.run import load_run_dataset
 
-    layers = config_layers(args)
-    config = make_config(*layers)
+    check_writable_file(Path(args.out), "--out")
+    if not args.budget > 0:
+        raise ColdbrewError(f"--budget must be positive, not {args.budget}")
+    config = make_config(*config_layers(args), from_text=True)
     return tune(
         config,
         load_run_dataset(config),
@@ -121,12 +129,24 @@ def tune_report(args: argparse.Namespace, started: float) -> dict:
         budget=args.budget,
         search_compile=args.compile_search,
         scale_lr=args.scale_lr,
-        layers=layers,
         started=started,
     )
 
 
-def run_diagnostics(args: argparse.Namespace) -> int:
+def check_writable_file(path: Path, flag: str) -> None:
+    """A file that can be written: not a folder, in a folder that exists and is writable."""
+    from coldbrew.errors import ColdbrewError
+
+    if path.is_dir():
+        raise ColdbrewError(f"{flag} {path} is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ColdbrewError(f"{flag} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ColdbrewError(f"{flag} {path}: folder {folder} is not writable")
+
+
+def run(args: argparse.Namespace) -> int:
     """Run ``doctor``, ``profile`` or ``tune``; print a table or one JSON object. 1 if tune wrote nothing."""
     started = time.perf_counter()
     report = {"doctor": doctor_report, "profile": profile_report, "tune": tune_report}[

@@ -1,0 +1,91 @@
+"""``coldbrew`` command line: thin subcommands that parse and delegate to the library.
+
+Examples:
+  coldbrew data info ml-1m-coldstart --features genre
+  coldbrew data convert --trust-pickle Data/movielens movielens-safe
+  coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
+  coldbrew train --data Data/movielens --trust-pickle --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True
+  coldbrew evaluate --run runs/ml1m --split test
+  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
+  coldbrew doctor
+  coldbrew profile --data synthetic --batch-size 256 --steps 20
+  coldbrew tune --data synthetic --out fast.yaml --budget 60
+
+Nothing here imports torch until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from coldbrew.errors import ColdbrewError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from coldbrew.cli import bench, diagnostics, runs
+
+    parser = argparse.ArgumentParser(
+        prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    runs.add_parsers(commands)
+    bench.add_parser(commands)
+    diagnostics.add_parsers(commands)
+    return parser
+
+
+def handler(command: str):
+    from coldbrew.cli import bench, diagnostics, runs
+
+    handlers = {
+        "train": runs.run_train,
+        "evaluate": runs.run_evaluate,
+        "data": runs.run_data,
+        "bench": bench.run,
+        "doctor": diagnostics.run,
+        "profile": diagnostics.run,
+        "tune": diagnostics.run,
+    }
+    return handlers[command]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
+            return handler(args.command)(args)
+    except ColdbrewError as error:
+        print(f"coldbrew: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("coldbrew: interrupted", file=sys.stderr)
+        return 130
+
+
+class one_line_warnings:
+    """Warnings as ``coldbrew: warning: message`` lines (no source path), none with --quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def __enter__(self):
+        import warnings
+
+        self.saved = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if not self.quiet:
+                print(f"coldbrew: warning: {message}", file=sys.stderr)
+
+        warnings.showwarning = show
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import warnings
+
+        warnings.showwarning = self.saved
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``coldbrew bench sample|train|eval``: parse, call ``coldbrew.perf.bench``, print one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from coldbrew.errors import ColdbrewError
+
+
+def add_parser(commands) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="measure the sampler, training steps or evaluation",
+        description="Measure one part on your data and print one JSON line.\n\nExamples:\n"
+        "  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json\n"
+        "  coldbrew bench sample --data ../shared/data/clcrec-movielens --trust-pickle --num-neg 128",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
+    bench.add_argument("--data", default="synthetic", help="dataset directory or name")
+    bench.add_argument("--trust-pickle", action="store_true", help="allow pickled .npy files")
+    bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
+    bench.add_argument(
+        "--feature-dims",
+        default=None,
+        help="replace item features by random ones of these widths, e.g. 2048,128,100",
+    )
+    bench.add_argument("--num-neg", default="128", help="negatives per positive (default 128)")
+    bench.add_argument("--batch-size", default="4096", help="samples per step (default 4096)")
+    bench.add_argument(
+        "--seconds",
+        type=float,
+        default=10.0,
+        help="time budget of the measured region (default 10)",
+    )
+    bench.add_argument("--warmup", type=int, default=3, help="untimed calls first (default 3)")
+    bench.add_argument("--model", default="clcrec", help="registered model (default clcrec)")
+    bench.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    bench.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
+    bench.add_argument("--compile", action="store_true", help="torch.compile the step")
+    bench.add_argument(
+        "--neighbor-loss",
+        action="store_true",
+        help="train with the neighbor-graph term (precomputed first, untimed)",
+    )
+    bench.add_argument("--seed", default="1", help="seed (default 1)")
+    bench.add_argument("--json", action="store_true", help="print only the JSON line")
+
+
+def feature_widths(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        widths = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ColdbrewError(
+            f"--feature-dims must be widths like 2048,128,100, not {text!r}"
+        ) from None
+    if not widths or min(widths) < 1:
+        raise ColdbrewError(
+            f"--feature-dims must be positive widths like 2048,128,100, not {text!r}"
+        )
+    return widths
+
+
+def run(args: argparse.Namespace) -> int:
+    from coldbrew.config import make_config
+
+    if not args.seconds > 0:
+        raise ColdbrewError(f"--seconds must be positive, not {args.seconds}")
+    if args.warmup < 0:
+        raise ColdbrewError(f"--warmup must be >= 0, not {args.warmup}")
+    widths = feature_widths(args.feature_dims)
+    flags = {
+        "data": args.data,
+        "features": args.features,
+        "trust_pickle": args.trust_pickle,
+        "model": args.model,
+        "num_neg": args.num_neg,
+        "batch_size": args.batch_size,
+        "device": args.device,
+        "precision": args.precision,
+        "compile": args.compile,
+        "seed": args.seed,
+        "quiet": True,
+    }
+    if args.neighbor_loss:
+        flags["neighbor_loss"] = True
+    config = make_config({k: v for k, v in flags.items() if v is not None}, from_text=True)
+    from coldbrew.perf.bench import run_bench
+
+    result = run_bench(
+        args.what, config, feature_widths=widths, seconds=args.seconds, warmup=args.warmup
+    )
+    if not args.json:
+        print(
+            f"{args.what}: {result['samples_per_second']:,.0f} samples/s over "
+            f"{result['seconds']:.2f}s on {result['device']}"
+        )
+    print(json.dumps(result))
+    return 0

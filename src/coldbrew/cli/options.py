@@ -1,0 +1,82 @@
+"""Flags from the typed configuration: one per option of the run and of every model, plus the
+original CLCRec spellings. Values stay text here; ``make_config(from_text=True)`` parses them,
+so the command line and YAML share one set of types and bounds."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from coldbrew.config import ALIASES, FIELDS, IGNORED_ORIGINAL, TrainConfig
+
+
+def _flags(name: str, aliases: dict[str, list[str]]) -> list[str]:
+    spellings = {f"--{name.replace('_', '-')}", f"--{name}"}
+    spellings |= {f"--{alias}" for alias in aliases.get(name, [])}
+    return sorted(spellings)
+
+
+def _add(group, spec: dataclasses.Field, default, aliases, prefix: str = "") -> None:
+    kind = str(spec.type)
+    help_text = spec.metadata.get("help", "")
+    options: dict = {
+        "dest": spec.name,
+        "default": argparse.SUPPRESS,
+        "help": f"{prefix}{help_text} (default: {default})".replace("%", "%%"),
+    }
+    if kind.startswith("bool"):
+        options.update(nargs="?", const="true", metavar="BOOL")
+    else:
+        options["metavar"] = spec.name.upper()
+    group.add_argument(*_flags(spec.name, aliases), **options)
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size`` (and ``--batch_size``) for every run option, ``--dim`` ... for every
+    model's options, the original CLCRec names, and its flags that have no meaning here."""
+    from coldbrew.registry import MODELS
+
+    aliases: dict[str, list[str]] = {}
+    for old, new in ALIASES.items():
+        aliases.setdefault(new, []).append(old)
+    run = parser.add_argument_group("run options")
+    defaults = TrainConfig()
+    for name, spec in FIELDS.items():
+        _add(run, spec, getattr(defaults, name), aliases)
+    seen: set[str] = set(FIELDS)
+    for model, model_spec in MODELS.items():
+        group = parser.add_argument_group(f"{model} options", model_spec.summary)
+        section = model_spec.config()
+        for spec in dataclasses.fields(section):
+            if spec.name not in seen:
+                seen.add(spec.name)
+                _add(group, spec, getattr(section, spec.name), aliases)
+    original = parser.add_argument_group("original CLCRec flags accepted with a note")
+    original.add_argument(
+        "--no-cuda",
+        "--no_cuda",
+        dest="no_cuda",
+        nargs="?",
+        const="true",
+        default=argparse.SUPPRESS,
+        metavar="BOOL",
+        help="same as --device cpu",
+    )
+    for name, note in IGNORED_ORIGINAL.items():
+        original.add_argument(
+            f"--{name}",
+            dest=name,
+            default=argparse.SUPPRESS,
+            metavar="VALUE",
+            help=f"ignored: {note}",
+        )
+
+
+def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dict:
+    """The configuration options the user gave on the command line (text values)."""
+    from coldbrew.registry import MODELS
+
+    known = set(FIELDS) | set(IGNORED_ORIGINAL) | {"no_cuda"}
+    for spec in MODELS.values():
+        known |= {f.name for f in dataclasses.fields(spec.config)}
+    return {k: v for k, v in vars(args).items() if k in known and k not in exclude}

@@ -1,0 +1,179 @@
+"""``coldbrew data|train|evaluate``: parse, delegate to ``coldbrew.training`` and ``coldbrew.data``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.errors import ColdbrewError
+
+TRAIN_EXAMPLES = """Examples:
+  coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
+  coldbrew train --config configs/clcrec_movielens.yaml --data DIR --trust-pickle --out runs/orig
+  coldbrew train --resume runs/ml1m --epochs 60     # continue a run (only --epochs, --patience,
+                                                    # --device ... may change; see README)
+  coldbrew train --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True   # original flags
+
+Options come from --config YAML (flat, or a model's options under its name), then flags."""
+
+
+def add_parsers(commands) -> None:
+    data = commands.add_parser("data", help="inspect or convert datasets").add_subparsers(
+        dest="data_command", required=True
+    )
+    info = data.add_parser("info", help="load a dataset and print its statistics")
+    info.add_argument("data", help="directory or name (ml-100k, ml-1m-coldstart, synthetic)")
+    info.add_argument("--features", default=None, help="modalities to load, e.g. genre,text")
+    info.add_argument(
+        "--seed", default="1", help="seed of the split where data draws one (default: 1, as train)"
+    )
+    info.add_argument(
+        "--trust-pickle", action="store_true", help="allow the original CLCRec pickled .npy files"
+    )
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    convert = data.add_parser(
+        "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
+    )
+    convert.add_argument("src", help="CLCRec-layout directory (pickled .npy files)")
+    convert.add_argument("dst", help="directory to write")
+    convert.add_argument(
+        "--trust-pickle", action="store_true", help="required: the source files are pickles"
+    )
+
+    train = commands.add_parser(
+        "train",
+        help="train a model",
+        description="Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json}.\n\n"
+        + TRAIN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument(
+        "--out", help="run directory (created; must be empty; default runs/MODEL-TIME)"
+    )
+    train.add_argument("--config", help="YAML preset; flags override it")
+    train.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue a stopped run from its last checkpoint"
+    )
+    add_config_options(train)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a run's best checkpoint",
+        description="Evaluate a run's best checkpoint; writes RUN_DIR/evaluation.json.\n\n"
+        "Examples:\n  coldbrew evaluate --run runs/ml1m\n"
+        "  coldbrew evaluate --run runs/ml1m --data other-split --split test --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    evaluate.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
+    evaluate.add_argument(
+        "--data", default=None, help="evaluate on other data (default: the run's own)"
+    )
+    evaluate.add_argument(
+        "--split",
+        choices=["val", "test"],
+        action="append",
+        help="default: every split the data has",
+    )
+    evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    evaluate.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        default=None,
+        help="allow the original CLCRec pickled .npy files",
+    )
+    evaluate.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def print_metrics_table(metrics: dict) -> None:
+    for split, groups in metrics.items():
+        for group, values in groups.items():
+            cells = "  ".join(f"{name}={value:.4f}" for name, value in values.items())
+            print(f"{split:5s} {group:5s} {cells}")
+
+
+def train_config(args: argparse.Namespace):
+    from coldbrew.config import load_yaml, make_config
+    from coldbrew.training.run import resume_config
+
+    if args.resume and args.out:
+        raise ColdbrewError("--resume RUN_DIR continues RUN_DIR in place; do not also give --out")
+    flags = config_flags(args)
+    preset = load_yaml(args.config) if args.config else {}
+    if args.resume:  # the run keeps its own settings; flags given now (e.g. --epochs) go on top
+        return resume_config(args.resume, preset, flags, from_text=True)
+    return make_config(preset, flags, from_text=True)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from coldbrew.training.run import train
+
+    config = train_config(args)
+    run_dir = args.resume or args.out
+    if not run_dir:
+        run_dir = f"runs/{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if not config.quiet:
+            print(f"no --out given: writing the run to {run_dir}")
+    results = train(config, run_dir, resume=bool(args.resume))
+    if not config.quiet:
+        print_metrics_table(results["metrics"])
+        timing = results["timing"]
+        print(
+            f"best epoch {results['best_epoch']} of {results['epochs_run']}; "
+            f"train {timing['train_seconds']:.1f}s, eval {timing['eval_seconds']:.1f}s, "
+            f"{timing['samples_per_second']:,.0f} samples/s; results in {run_dir}/results.json"
+        )
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from coldbrew.config import check_device_name
+    from coldbrew.training.run_evaluation import evaluate_run
+
+    check_device_name(args.device)
+    output = evaluate_run(
+        args.run,
+        data=args.data,
+        splits=args.split,
+        device=args.device,
+        trust_pickle=args.trust_pickle,
+    )
+    if args.json:
+        print(json.dumps(output))
+    else:
+        print_metrics_table(output["metrics"])
+    return 0
+
+
+def run_data(args: argparse.Namespace) -> int:
+    if args.data_command == "convert":
+        from pathlib import Path
+
+        from coldbrew.data import resolve_data_path
+        from coldbrew.data.clcrec_layout import convert
+
+        destination = convert(
+            resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle
+        )
+        print(f"wrote {destination}")
+        return 0
+    from coldbrew.config import MAX_SEED
+    from coldbrew.data import load_dataset
+    from coldbrew.options import coerce
+
+    seed = coerce("seed", args.seed, int, from_text=True)
+    if not 0 <= seed <= MAX_SEED:
+        raise ColdbrewError(f"option 'seed' must be in 0..{MAX_SEED}, not {seed}")
+    dataset = load_dataset(
+        args.data, trust_pickle=args.trust_pickle, features=args.features, seed=seed
+    )
+    summary = dataset.summary()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for key, value in summary.items():
+            print(f"{key:20s} {value}")
+        for note in dataset.notes:
+            print(f"note: {note}")
+    return 0

@@ -1,0 +1,54 @@
+"""The model registry: name -> (typed config section, builder, task). No torch imported here.
+
+A builder is named as ``"module:function"`` and imported only when a model is built, so the
+CLI can list every model and its options without loading torch. ``build(dataset, config)``
+returns an ``nn.Module`` keeping the contract of ``coldbrew.models.base``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.clcrec_config import CLCRecConfig
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    config: type  # the model's options (a dataclass of ``option`` fields)
+    builder: str  # "module:function" taking (dataset, TrainConfig)
+    task: str  # the task that feeds it: "recommendation"
+    summary: str
+    # options set for evaluation only: training-only parts need not be built to score
+    evaluation_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, dataset: Any, config: Any) -> Any:
+        module, _, function = self.builder.partition(":")
+        return getattr(importlib.import_module(module), function)(dataset, config)
+
+
+MODELS: dict[str, ModelSpec] = {
+    "clcrec": ModelSpec(
+        "clcrec",
+        CLCRecConfig,
+        "coldbrew.models.clcrec:build",
+        "recommendation",
+        "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
+        evaluation_overrides={"neighbor_loss": False},
+    ),
+}
+
+
+def resolve_model_name(name: str) -> str:
+    """A registered name, case-insensitively (the original's ``--model_name=CLCRec``)."""
+    for known in MODELS:
+        if known == name.lower():
+            return known
+    raise ColdbrewError(f"unknown model {name!r}; available: {', '.join(MODELS)}")
+
+
+def model_spec(name: str) -> ModelSpec:
+    return MODELS[resolve_model_name(name)]

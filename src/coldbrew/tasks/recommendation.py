@@ -1,0 +1,123 @@
+"""Recommendation: positives shuffled on the device, negatives drawn per batch, full ranking.
+
+A sample is one training interaction ``(user, item)``. ``make_batch`` draws ``num_neg``
+negatives for each sample in one call of the device sampler (uniform over the warm items the
+user has no known interaction with) and returns ``Batch(users, items)`` with the positive in
+column 0. Evaluation ranks every candidate item per group (all, warm, cold) through the model
+contract. The monitored metric defaults to validation cold Recall@20 (all when there is no cold
+group), maximised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from coldbrew.config import TrainConfig, parse_monitor
+from coldbrew.data.dataset import SPLITS, Dataset
+from coldbrew.data.sampling import NegativeSampler
+from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.model import evaluate_model
+from coldbrew.models.base import Batch
+from coldbrew.tasks.base import Metrics, Monitor, Task
+
+
+def default_monitor(dataset: Dataset, ks: Sequence[int], early_stop_metric: str | None) -> Monitor:
+    """``early_stop_metric`` checked against what validation measures, or cold (else all)
+    recall@20 (else the smallest K)."""
+    groups = dataset.groups("val")
+    if not groups:
+        raise ColdbrewError(f"{dataset.name} has no validation split to early-stop on")
+    if early_stop_metric:
+        group, metric = parse_monitor(early_stop_metric, list(ks))
+        if group not in groups:
+            offered = ", ".join(groups)
+            raise ColdbrewError(f"early_stop_metric group {group!r} not in validation ({offered})")
+        return Monitor(group, metric, "max")
+    k = 20 if 20 in ks else min(ks)
+    group = "cold" if "cold" in groups else ("all" if "all" in groups else next(iter(groups)))
+    return Monitor(group, f"recall@{k}", "max")
+
+
+class RecommendationTask(Task):
+    def __init__(
+        self,
+        dataset: Dataset,
+        device: torch.device,
+        *,
+        num_neg: int,
+        ks: Sequence[int] = (10, 20, 50),
+        early_stop_metric: str | None = None,
+        eval_chunk_elements: int | None = None,
+        compile_sampler: bool = False,
+    ):
+        self.dataset, self.device = dataset, torch.device(device)
+        self.num_neg, self.ks, self.eval_chunk_elements = num_neg, list(ks), eval_chunk_elements
+        self.monitor = default_monitor(dataset, self.ks, early_stop_metric)
+        self.compile_sampler = compile_sampler
+        self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _training_data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(users, items) of the positives on the device, and the sampler: built on first use,
+        so a task that only evaluates never builds them."""
+        if self._positives is not None:
+            return self._positives
+        dataset, num_neg = self.dataset, self.num_neg
+        num_warm = len(dataset.warm_items)
+        if num_neg > num_warm:
+            raise ColdbrewError(
+                f"num_neg {num_neg} is larger than the {num_warm} warm items of {dataset.name}; "
+                f"use at most {num_warm}"
+            )
+        coo = dataset.train.tocoo()
+        self.sampler = NegativeSampler(dataset.exclusion_matrix(), dataset.warm_items, self.device)
+        self.sampler.check_users(np.unique(coo.row))
+        # Only the rank method compiles: the CPU rejection loop has data-dependent sizes. And
+        # dynamic=False: its randint cannot take a symbolic batch size (a new batch size
+        # recompiles instead; an epoch has two: full batches and the last, shorter one).
+        compiled = self.compile_sampler and self.sampler.method == "rank"
+        self.sample = torch.compile(self._sample, dynamic=False) if compiled else self._sample
+        users = torch.from_numpy(coo.row.astype(np.int64)).to(self.device)
+        self._positives = users, torch.from_numpy(coo.col.astype(np.int64)).to(self.device)
+        return self._positives
+
+    @classmethod
+    def from_config(
+        cls, dataset: Dataset, config: TrainConfig, device: torch.device
+    ) -> RecommendationTask:
+        return cls(
+            dataset,
+            device,
+            num_neg=config.model_options.num_neg,
+            ks=config.resolved_ks(),
+            early_stop_metric=config.early_stop_metric,
+            eval_chunk_elements=config.eval_chunk_elements,
+            compile_sampler=config.compile,
+        )
+
+    def _sample(self, users: torch.Tensor) -> torch.Tensor:
+        return self.sampler.sample(users, self.num_neg)  # (B, K)
+
+    def num_samples(self) -> int:
+        return len(self._training_data()[0])
+
+    def make_batch(self, index: torch.Tensor) -> Batch:
+        all_users, all_items = self._training_data()
+        users = all_users[index]  # (B,)
+        negatives = self.sample(users)  # (B, K)
+        return Batch(users=users, items=torch.cat([all_items[index, None], negatives], dim=1))
+
+    def evaluate(self, model: torch.nn.Module, split: str, *, progress: bool = False) -> Metrics:
+        return evaluate_model(
+            model,
+            self.dataset,
+            split,
+            ks=self.ks,
+            chunk_elements=self.eval_chunk_elements,
+            progress=progress,
+        )
+
+    def splits(self) -> tuple[str, ...]:
+        return tuple(split for split in SPLITS if self.dataset.groups(split))

@@ -1,0 +1,86 @@
+"""``coldbrew evaluate``: a run's best checkpoint on its own data or other data."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from coldbrew.config import load_yaml, make_config
+from coldbrew.data.dataset import SPLITS
+from coldbrew.errors import ColdbrewError
+from coldbrew.registry import model_spec
+from coldbrew.system.runtime import configure_process, device_name, resolve_device
+from coldbrew.training.checkpoint import BEST, load_checkpoint
+from coldbrew.training.run import CONFIG, load_run_dataset, write_json
+
+
+def load_model_state(model, state: dict, dataset_name: str) -> None:
+    """Load learned state; a checkpoint of other shapes is a one-line error. Checkpoints from
+    before data left the model state may still hold data buffers: those are skipped."""
+    persistent = set(model.state_dict())
+    learned = {key: value for key, value in state.items() if key in persistent}
+    try:
+        model.load_state_dict(learned)
+    except RuntimeError as error:
+        raise ColdbrewError(
+            f"checkpoint does not fit dataset {dataset_name}: {str(error).splitlines()[-1].strip()}"
+        ) from None
+
+
+def evaluate_run(
+    run_dir: Path | str,
+    *,
+    data: str | None = None,
+    splits=None,
+    device: str = "auto",
+    trust_pickle: bool | None = None,
+) -> dict:
+    """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json.
+
+    ``splits`` defaults to every split the data has; asking for one it lacks is an error and
+    writes nothing.
+    """
+    from coldbrew.models import build_model
+    from coldbrew.tasks import build_task
+
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG).exists():
+        raise ColdbrewError(f"{run_dir} is not a coldbrew run (no {CONFIG})")
+    saved = load_yaml(run_dir / CONFIG)
+    overrides: dict = {"device": device}
+    if data is not None:
+        overrides["data"] = data
+    if trust_pickle is not None:
+        overrides["trust_pickle"] = trust_pickle
+    config = make_config(saved, overrides)
+    spec = model_spec(config.model)
+    for name, value in spec.evaluation_overrides.items():  # training-only parts (a loss graph)
+        setattr(config.model_options, name, value)
+    checkpoint_path = run_dir / BEST
+    if not checkpoint_path.exists():
+        raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
+    dataset = load_run_dataset(config)
+    target = resolve_device(config.device)
+    model = build_model(config.model, dataset, config)
+    load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
+    model.to(target)
+    task = build_task(spec.task, dataset, config, target)
+    available = task.splits()
+    wanted = tuple(splits) if splits else available
+    missing = [split for split in wanted if split not in available]
+    if missing:
+        raise ColdbrewError(
+            f"{dataset.name} has no {' or '.join(missing)} split (it has: {', '.join(available) or 'none'})"
+        )
+    configure_process(target)
+    started = time.perf_counter()
+    metrics = {split: task.evaluate(model, split) for split in wanted if split in SPLITS}
+    output = {
+        "run": str(run_dir),
+        "data": config.data,
+        "metrics": metrics,
+        "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
+        "device": device_name(target),
+    }
+    write_json(output, run_dir / "evaluation.json")
+    return output
