@@ -34,7 +34,7 @@ from coldbrew.data.sampling import NegativeSampler  # noqa: E402
 from coldbrew.models.gather_dot import gather_dot, gather_dot_reference  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
 from coldbrew.system.runtime import keep_freed_memory_for_reuse  # noqa: E402
-from coldbrew.training.trainer import Trainer  # noqa: E402
+from coldbrew.training.run import build_trainer  # noqa: E402
 
 
 def median_ms(call, repeats: int) -> float:
@@ -102,16 +102,16 @@ def main() -> int:
         "sampler", dataset=dataset.name, rejection_ms=timings["rejection"], rank_ms=timings["rank"]
     )
 
-    dataset.features = random_features(dataset.num_items, "2048,128,100", seed=1)
+    dataset.features = random_features(dataset.num_items, [2048, 128, 100], seed=1)
     order = torch.randint(dataset.num_train, (batch,), generator=generator)
     step_ms = {}
     for neighbor_loss in (False, True):  # one process, so both share its state
         options = {"data": args.data, "batch_size": batch, "num_neg": 128, "quiet": True}
         config = make_config({**options, "device": "cpu", "neighbor_loss": neighbor_loss})
-        trainer = Trainer(config, dataset)
+        trainer = build_trainer(config, dataset)
 
         def step(trainer=trainer):
-            trainer.train_step(trainer.train_users[order], trainer.train_items[order])
+            trainer.train_step(order)
 
         step_ms[neighbor_loss] = median_ms(step, args.repeats)
     emit(

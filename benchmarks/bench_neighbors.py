@@ -29,13 +29,7 @@ import torch
 from shared_data import dataset_path  # noqa: E402
 
 DATASET = "clcrec-movielens"
-BENCH = (
-    "import argparse, sys\n"
-    "from coldbrew.perf.bench import add_bench_parser, run_bench\n"
-    "parser = argparse.ArgumentParser()\n"
-    "add_bench_parser(parser.add_subparsers())\n"
-    "sys.exit(run_bench(parser.parse_args(sys.argv[1:])))\n"
-)
+BENCH = "import sys\nfrom coldbrew.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 def precompute(path: Path) -> dict:

@@ -80,7 +80,11 @@ def main() -> int:
     # coldbrew's trainer sets this on the CPU; set it first so both sides run with it.
     allocator_kept = keep_freed_memory_for_reuse()
     dataset = load_dataset(args.data, trust_pickle=args.trust_pickle, features=[])
-    features = list(random_features(dataset.num_items, args.feature_dims, seed=1).values())
+    features = list(
+        random_features(
+            dataset.num_items, [int(w) for w in args.feature_dims.split(",")], seed=1
+        ).values()
+    )
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     common = {
         "dataset": dataset.name,

@@ -185,10 +185,16 @@ def _model_name(layers: tuple[dict[str, Any], ...]) -> str:
     return resolve_model_name(name)
 
 
-def make_config(*layers: dict[str, Any], from_text: bool = False) -> TrainConfig:
+class Flags(dict):
+    """Command-line values: text to parse (``"0.01"``, ``"true"``, ``"10,20"``), where a YAML
+    layer's values must already have their type."""
+
+
+def make_config(*layers: dict[str, Any]) -> TrainConfig:
     """Merge dicts (later wins) over the defaults; unknown keys and wrong types are an error.
 
-    ``from_text`` marks command-line values (text to parse); YAML values must have their type.
+    A layer given as ``Flags`` holds command-line text; any other layer holds typed values
+    (YAML, Python).
     """
     from coldbrew.registry import MODELS
 
@@ -199,6 +205,7 @@ def make_config(*layers: dict[str, Any], from_text: bool = False) -> TrainConfig
     section_values: dict[str, Any] = {}
     notes: list[str] = []
     for layer in layers:
+        from_text = isinstance(layer, Flags)
         for key, value in layer.items():
             name = canonical_key(key)
             if name == "model":

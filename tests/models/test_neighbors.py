@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.data.dataset import interactions_to_csr
+from coldbrew.errors import ColdbrewError
 from coldbrew.models import neighbors
 from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec
@@ -231,7 +232,7 @@ def test_training_with_the_term_reports_it(tmp_path):
 
 
 def test_config_rejects_a_negative_weight():
-    with pytest.raises(Exception, match="neighbor_weight"):
+    with pytest.raises(ColdbrewError, match="option 'neighbor_weight' must be >= 0"):
         make_config({"neighbor_weight": -1.0})
 
 

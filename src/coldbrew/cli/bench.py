@@ -65,7 +65,7 @@ def feature_widths(text: str | None) -> list[int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coldbrew.config import make_config
+    from coldbrew.config import Flags, make_config
 
     if not args.seconds > 0:
         raise ColdbrewError(f"--seconds must be positive, not {args.seconds}")
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.neighbor_loss:
         flags["neighbor_loss"] = True
-    config = make_config({k: v for k, v in flags.items() if v is not None}, from_text=True)
+    config = make_config(Flags({k: v for k, v in flags.items() if v is not None}))
     from coldbrew.perf.bench import run_bench
 
     result = run_bench(

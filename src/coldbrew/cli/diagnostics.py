@@ -81,10 +81,10 @@ def add_parsers(commands) -> None:
 
 def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
     """(YAML preset, command-line flags) as given by the user."""
-    from coldbrew.config import load_yaml
+    from coldbrew.config import Flags, load_yaml
 
     preset = load_yaml(args.config) if args.config else {}
-    return preset, config_flags(args)
+    return preset, Flags(config_flags(args))
 
 
 def doctor_report(args: argparse.Namespace, started: float) -> dict:
@@ -107,7 +107,7 @@ def profile_report(args: argparse.Namespace, started: float) -> dict:
         raise ColdbrewError("--warmup must be at least 0")
     if args.trace:
         check_writable_file(Path(args.trace), "--trace")
-    config = make_config(*config_layers(args), from_text=True)
+    config = make_config(*config_layers(args))
     return profile_training(
         config, load_run_dataset(config), steps=args.steps, trace=args.trace, warmup=args.warmup
     )
@@ -121,7 +121,7 @@ def tune_report(args: argparse.Namespace, started: float) -> dict:
     check_writable_file(Path(args.out), "--out")
     if not args.budget > 0:
         raise ColdbrewError(f"--budget must be positive, not {args.budget}")
-    config = make_config(*config_layers(args), from_text=True)
+    config = make_config(*config_layers(args))
     return tune(
         config,
         load_run_dataset(config),

@@ -94,7 +94,7 @@ def print_metrics_table(metrics: dict) -> None:
 
 
 def train_config(args: argparse.Namespace):
-    from coldbrew.config import load_yaml, make_config
+    from coldbrew.config import Flags, load_yaml, make_config
     from coldbrew.training.run import resume_config
 
     if args.resume and args.out:
@@ -102,8 +102,8 @@ def train_config(args: argparse.Namespace):
     flags = config_flags(args)
     preset = load_yaml(args.config) if args.config else {}
     if args.resume:  # the run keeps its own settings; flags given now (e.g. --epochs) go on top
-        return resume_config(args.resume, preset, flags, from_text=True)
-    return make_config(preset, flags, from_text=True)
+        return resume_config(args.resume, preset, Flags(flags))
+    return make_config(preset, Flags(flags))
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -127,6 +127,12 @@ def distinct_items(
     return distinct, position[items]
 
 
+def host_syncs_are_free(tensor: torch.Tensor) -> bool:
+    """On a CPU a device→host read costs nothing, so data-dependent sizes are fine; under
+    ``torch.compile`` they break the graph, so a compiled step takes the fixed-size (GPU) path."""
+    return tensor.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
     """Mean InfoNCE with the positive in column 0: ``logsumexp(row) − row[0]``."""
     return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
@@ -190,7 +196,7 @@ class CLCRec(Recommender):
         if self.neighbors is not None:  # the term's users (N,) and their common items (N, C)
             step_users, valid, common = self.neighbors.step(users)
             encoded = torch.cat([encoded, common.reshape(-1)])  # (B·(1 + K) + N·C,)
-        distinct, inverse = distinct_items(encoded, self.num_items, trim=items.device.type == "cpu")
+        distinct, inverse = distinct_items(encoded, self.num_items, trim=host_syncs_are_free(items))
         inverse, common_inverse = (
             inverse[: items.numel()].view(items.shape),
             inverse[items.numel() :],
@@ -229,7 +235,7 @@ class CLCRec(Recommender):
         scoring = self.scoring
         if scoring == "fused" and device.type != "cpu":
             raise ColdbrewError("scoring='fused' runs on the CPU only (not yet run on a GPU)")
-        if scoring == "auto" and device.type == "cpu":
+        if scoring == "auto" and device.type == "cpu" and not torch.compiler.is_compiling():
             scoring = "fused"  # measured fastest on CPU (BENCHMARKS.md, training throughput)
         elif scoring == "auto":  # dense products beat gathers while distinct items are few
             scoring = "dense" if num_distinct <= DENSE_RATIO * row_width else "gather"

@@ -195,7 +195,9 @@ class NeighborGraph(nn.Module):
         passes their content embeddings to ``loss``.
         """
         distinct, valid = distinct_ids(
-            users, self.neighbors.shape[0], trim=users.device.type == "cpu"
+            users,
+            self.neighbors.shape[0],
+            trim=users.device.type == "cpu" and not torch.compiler.is_compiling(),
         )
         return distinct, valid, self.common_items[distinct]
 

@@ -211,7 +211,7 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
     return results
 
 
-def resume_config(run_dir: Path | str, *overrides: dict, from_text: bool = False) -> TrainConfig:
+def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
     """The configuration RUN_DIR was started with, with ``overrides`` (e.g. more epochs) on top.
 
     Only ``RESUMABLE_OVERRIDES`` may differ from the run's own values: anything else would
@@ -221,7 +221,7 @@ def resume_config(run_dir: Path | str, *overrides: dict, from_text: bool = False
     if not path.exists():
         raise ColdbrewError(f"cannot resume: {path} does not exist")
     saved = make_config(load_yaml(path))
-    config = make_config(load_yaml(path), *overrides, from_text=from_text)
+    config = make_config(load_yaml(path), *overrides)
     before, after = flat_settings(saved), flat_settings(config)
     changed = sorted(key for key in after if before.get(key) != after[key])
     refused = [key for key in changed if key not in RESUMABLE_OVERRIDES]

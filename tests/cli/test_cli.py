@@ -1,0 +1,249 @@
+"""The command line: end to end, the original CLCRec command, one-line errors, fast help."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from coldbrew.cli import main
+from coldbrew.training.run_evaluation import evaluate_run
+
+TINY = ["--data", "synthetic", "--batch-size", "512", "--num-neg", "8", "--quiet"]
+
+
+def test_cli_train_then_evaluate_end_to_end(tmp_path, capsys):
+    run = tmp_path / "cli"
+    argv = ["train", "--data", "synthetic", "--out", str(run), "--num_epoch=2"]
+    assert main([*argv, "--batch_size=512", "--num_neg=16", "--l_r=0.01", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--split", "test", "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    saved = json.loads((run / "results.json").read_text())
+    assert output["metrics"]["test"] == saved["metrics"]["test"]
+    assert set(output["metrics"]) == {"test"}
+
+
+def write_clcrec_folder(folder):
+    """A tiny folder in the original CLCRec layout (pickled dicts and object rows): 4 users,
+    items 4..9 of which 8 and 9 are cold, visual, acoustic and word-id text features."""
+    import numpy as np
+    import torch
+
+    def rows(values):
+        array = np.empty(len(values), dtype=object)
+        array[:] = [list(v) for v in values]
+        return array
+
+    folder.mkdir()
+    train = {0: {4, 5}, 1: {5, 6}, 2: {4, 7}, 3: {6}}
+    np.save(folder / "user_item_train_dict.npy", train)
+    np.save(folder / "user_item_all_dict.npy", train)
+    for split in ("val", "test"):
+        np.save(folder / f"{split}_full.npy", rows([[0, 8], [1, 7], [2, 6, 9]]))
+        np.save(folder / f"{split}_warm.npy", rows([[1, 7], [2, 6]]))
+        np.save(folder / f"{split}_cold.npy", rows([[0, 8], [2, 9]]))
+    np.save(folder / "warm_set.npy", np.array([4, 5, 6, 7]))
+    np.save(folder / "cold_set.npy", np.array([8, 9]))
+    np.save(folder / "feat_v.npy", np.random.default_rng(0).random((6, 3)))
+    torch.save(torch.rand(6, 2), folder / "feat_a.pt")
+    torch.save(torch.tensor([[4, 4, 5, 9], [0, 2, 1, 3]]), folder / "feat_t.pt")
+    return folder
+
+
+def test_the_original_readme_command_runs(tmp_path, capsys):
+    # python main.py --model_name='CLCRec' --l_r=0.001 --reg_weight=0.1 --num_workers=4
+    #   --num_neg=128 --has_a=True --has_t=True --has_v=True --lr_lambda=0.5 --temp_value=2.0
+    #   --num_sample=0.5    (this tiny folder has 4 warm items: --num_neg=2 here), and every
+    # other flag of the original main.py
+    folder = write_clcrec_folder(tmp_path / "movielens")
+    argv = ["train", "--model_name=CLCRec", "--l_r=0.001", "--reg_weight=0.1", "--num_workers=4"]
+    argv += ["--num_neg=2", "--has_a=True", "--has_t=True", "--has_v=True", "--lr_lambda=0.5"]
+    argv += ["--temp_value=2.0", "--num_sample=0.5", "--num_epoch=1", "--batch_size=256"]
+    argv += ["--seed=1", "--no-cuda", "--topK=10", "--step=2000", "--save_file=x", "--prefix=y"]
+    argv += ["--dim_E=16", "--PATH_weight_load=w.pt", "--PATH_weight_save=v.pt"]
+    argv += [f"--data_path={folder}", "--trust-pickle"]  # coldbrew opens pickles only when told
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "note: --num_workers=4" not in out and "note: --num_workers accepted and ignored" in out
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    config = saved["config"]
+    assert config["lr"] == 0.001 and config["device"] == "cpu" and config["clcrec"]["dim"] == 16
+    assert sorted(saved["dataset"]["features"]) == ["acoustic", "text", "visual"]
+
+
+def test_without_out_the_run_gets_a_timestamped_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", *TINY, "--epochs", "1"]) == 0
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("clcrec-") and (run / "results.json").exists()
+
+
+def test_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
+    assert main(["train", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("coldbrew: error: ") and error.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--num_sample=2"], "num_sample"),
+        (["--ks", "abc"], "option 'ks'"),
+        (["--ks", ""], "option 'ks'"),
+        (["--seed", "-1"], "option 'seed' must be >= 0"),
+        (["--seed", "99999999999"], "option 'seed' must be <= "),
+        (["--log-every", "0"], "option 'log_every' must be >= 1"),
+        (["--device", "foo"], "device must be"),
+        (["--device", "CPU"], "device must be"),
+        (["--device", "mps"], "device must be"),
+        (["--hidden", "-1"], "option 'hidden' must be >= 1"),
+        (["--hidden", "0"], "option 'hidden' must be >= 1"),
+        (["--reg-weight", "-5"], "option 'reg_weight' must be >= 0"),
+        (["--temp-value", "inf"], "must be a finite number"),
+        (["--top-k", "0"], "option 'top_k' must be >= 1"),
+        (["--eval-chunk-elements", "0"], "must be >= 1"),
+        (["--early-stop-metric", "cold/recall@15"], "K=15 is not measured"),
+        (["--epochs", "two"], "option 'epochs': expected an integer"),
+        (["--model", "nope"], "unknown model 'nope'"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_loaded(tmp_path, capsys, flags, message):
+    assert main(["train", "--data", "synthetic", *flags, "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_yaml_preset_with_flag_override(tmp_path):
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("num_neg: 8\nl_r: 0.02\nbatch_size: 256\nepochs: 1\nquiet: true\n")
+    run = tmp_path / "run"
+    argv = ["train", "--config", str(preset), "--data", "synthetic", "--out", str(run)]
+    assert main([*argv, "--num-neg", "4"]) == 0
+    saved = json.loads((run / "results.json").read_text())["config"]
+    assert (saved["clcrec"]["num_neg"], saved["lr"], saved["batch_size"]) == (4, 0.02, 256)
+
+
+def test_yaml_values_of_the_wrong_type_are_one_line_errors(tmp_path, capsys):
+    preset = tmp_path / "preset.yaml"
+    preset.write_text('batch_size: "512"\n')
+    assert main(["train", "--config", str(preset), "--out", str(tmp_path / "run")]) == 2
+    assert "option 'batch_size': expected an integer, got '512'" in capsys.readouterr().err
+
+
+def test_resume_keeps_the_runs_own_settings_and_refuses_out(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", *TINY, "--out", str(run), "--epochs", "1"]) == 0
+    assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 0
+    saved = json.loads((run / "results.json").read_text())
+    assert saved["epochs_run"] == 2 and saved["config"]["clcrec"]["num_neg"] == 8
+    assert main(["train", "--resume", str(run), "--out", str(tmp_path / "y")]) == 2
+    assert "do not also give --out" in capsys.readouterr().err
+    assert main(["train", "--resume", str(run), "--seed", "7"]) == 2
+    assert "--resume cannot change seed" in capsys.readouterr().err
+
+
+def test_a_non_finite_loss_is_reported_once(tmp_path, capsys):
+    # a learning rate this large makes the loss overflow within the first epoch
+    argv = ["train", "--data", "synthetic", "--lr", "1e30", "--num-neg", "8", "--epochs", "2"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out + captured.err).count("non-finite loss") == 1
+
+
+def test_progress_bars_stay_out_of_redirected_output(tmp_path, capsys):
+    assert (
+        main(["train", "--data", "synthetic", "--epochs", "1", "--out", str(tmp_path / "r")]) == 0
+    )
+    captured = capsys.readouterr()
+    assert "\r" not in captured.err and "\r" not in captured.out
+    assert "epoch   1 |" in captured.out
+
+
+def test_warnings_are_one_line_and_quiet_silences_them(capsys):
+    import warnings
+
+    from coldbrew.cli import one_line_warnings
+
+    with one_line_warnings(quiet=False):
+        warnings.warn("something odd", UserWarning, stacklevel=1)
+    assert capsys.readouterr().err == "coldbrew: warning: something odd\n"
+    with one_line_warnings(quiet=True):
+        warnings.warn("something odd", UserWarning, stacklevel=1)
+    assert capsys.readouterr().err == ""
+
+
+def test_data_info_uses_the_training_seed_by_default(capsys):
+    assert main(["data", "info", "synthetic", "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main(["data", "info", "synthetic", "--seed", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == default
+    assert main(["data", "info", "synthetic", "--seed", "-3"]) == 2
+    assert "option 'seed' must be in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--feature-dims", "abc"], "--feature-dims must be widths"),
+        (["--feature-dims", "0"], "--feature-dims must be positive"),
+        (["--seconds", "-1"], "--seconds must be positive"),
+        (["--num-neg", "0"], "option 'num_neg' must be >= 1"),
+    ],
+)
+def test_bench_refuses_bad_options(capsys, flags, message):
+    assert main(["bench", "train", "--data", "synthetic", *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_sample_needs_no_features(capsys):
+    argv = ["bench", "sample", "--data", "synthetic:users=60,items=40", "--features", ""]
+    assert main([*argv, "--num-neg", "4", "--batch-size", "16", "--seconds", "0.1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["samples_per_second"] > 0
+
+
+def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
+    assert main(["profile", "--data", "synthetic", "--trace", str(tmp_path / "no" / "x.json")]) == 2
+    assert "folder" in capsys.readouterr().err
+    assert main(["tune", "--data", "synthetic", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["tune", "--data", "synthetic", "--out", str(tmp_path / "no" / "a.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_every_train_option_has_a_description(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = capsys.readouterr().out
+    assert "embedding size (default: 64)" in text
+    assert "micro-batches per optimizer step" in text
+    assert "no loader workers are needed" in text
+
+
+def test_help_imports_no_torch():
+    code = (
+        "import sys\n"
+        "from coldbrew.cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "assert 'numpy' not in sys.modules, 'numpy was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_python_dash_m_coldbrew_runs_the_cli():
+    done = subprocess.run(
+        [sys.executable, "-m", "coldbrew", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "coldbrew" in done.stdout and "train" in done.stdout
+
+
+def test_evaluate_needs_a_run(tmp_path):
+    from coldbrew.errors import ColdbrewError
+
+    with pytest.raises(ColdbrewError, match="not a coldbrew run"):
+        evaluate_run(tmp_path)

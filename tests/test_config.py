@@ -1,0 +1,191 @@
+"""Typed configuration: aliases, model sections, YAML and command-line types, bounds."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from coldbrew.config import (
+    IGNORED_ORIGINAL,
+    Flags,
+    TrainConfig,
+    config_yaml,
+    load_yaml,
+    make_config,
+)
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.clcrec_config import CLCRecConfig
+
+
+def test_defaults_come_from_the_dataclasses():
+    config = make_config()
+    assert config.model == "clcrec" and config.model_options == CLCRecConfig()
+    assert config.lr == 0.002 and config.model_options.num_neg == 128 and config.grad_accum == 1
+
+
+def test_original_names_map_to_fields():
+    config = make_config(
+        {
+            "l_r": 0.001,
+            "dim_E": 32,
+            "num_epoch": 5,
+            "topK": 15,
+            "data_path": "x",
+            "model_name": "CLCRec",
+        }
+    )
+    assert (config.lr, config.model_options.dim, config.epochs, config.data) == (0.001, 32, 5, "x")
+    assert config.resolved_ks() == [10, 15, 20, 50]  # topK joins the cut-offs
+    assert config.model == "clcrec"
+
+
+def test_ignored_original_flags_are_accepted_with_a_note():
+    config = make_config({"num_workers": 4, "step": 2000, "save_file": "a", "prefix": "b"})
+    assert len(config.notes) == 4
+    assert any("no loader workers are needed" in note for note in config.notes)
+    assert set(IGNORED_ORIGINAL) >= {"num_workers", "step", "PATH_weight_load", "PATH_weight_save"}
+
+
+def test_no_cuda_means_cpu():
+    assert make_config({"no_cuda": True}).device == "cpu"
+    assert make_config(Flags({"no-cuda": "true"})).device == "cpu"
+
+
+@pytest.mark.parametrize(
+    "flags, features",
+    [
+        ({}, None),  # nothing said: every modality
+        ({"has_v": True, "has_t": True}, ["visual", "text"]),
+        ({"has_v": False, "has_a": True}, ["acoustic"]),
+        ({"has_v": True, "features": ["genre"]}, ["genre"]),  # --features wins
+    ],
+)
+def test_has_flags_select_features(flags, features):
+    assert make_config(flags).resolved_features() == features
+
+
+@pytest.mark.parametrize("text, ks", [("10,20", [10, 20]), (" 5 , 50 ", [5, 50]), ("20", [20])])
+def test_ks_from_text(text, ks):
+    assert make_config(Flags({"ks": text})).ks == ks
+
+
+@pytest.mark.parametrize("text", ["abc", "", "10,x", "0", "-5"])
+def test_bad_ks_are_one_line_errors(text):
+    with pytest.raises(ColdbrewError, match="ks"):
+        make_config(Flags({"ks": text}))
+
+
+def test_model_options_flat_or_nested_in_yaml(tmp_path):
+    flat = make_config({"dim": 16, "num_neg": 8})
+    nested = make_config({"clcrec": {"dim": 16, "num_neg": 8}})
+    assert flat.model_options == nested.model_options
+    assert (flat.model_options.dim, flat.model_options.num_neg) == (16, 8)
+    # config.yaml reads back to the same configuration
+    path = tmp_path / "config.yaml"
+    path.write_text(config_yaml(flat))
+    saved = yaml.safe_load(path.read_text())
+    assert saved["clcrec"]["dim"] == 16 and "dim" not in saved
+    assert make_config(load_yaml(path)) == flat
+
+
+def test_unknown_keys_and_other_models_options_are_refused():
+    with pytest.raises(ColdbrewError, match="unknown config key 'nope'"):
+        make_config({"nope": 1})
+    with pytest.raises(ColdbrewError, match="unknown model 'SSL'; available: clcrec"):
+        make_config({"model_name": "SSL"})
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("epochs", "two", "an integer"),
+        ("batch_size", "512", "an integer"),
+        ("ks", 10, "a list of integers"),
+        ("dim", 8.7, "an integer"),
+        ("epochs", 1.5, "an integer"),
+        ("quiet", "no", "true or false"),
+        ("compile", "false", "true or false"),
+        ("lr", "fast", "a number"),
+        ("lr", True, "a number"),
+        ("device", 3, "a string"),
+    ],
+)
+def test_yaml_values_of_the_wrong_type_name_the_key_and_the_type(key, value, expected):
+    with pytest.raises(ColdbrewError, match=f"option '{key}': expected {expected}"):
+        make_config({key: value})
+
+
+def test_yaml_1e_minus_3_is_a_number():
+    # YAML 1.1 reads 1e-3 (no dot) as the string "1e-3"
+    loaded = yaml.safe_load("lr: 1e-3\nepochs: 3\n")
+    assert loaded["lr"] == "1e-3"
+    assert make_config(loaded).lr == 0.001
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("hidden", 0, "'hidden' must be >= 1"),
+        ("hidden", -1, "'hidden' must be >= 1"),
+        ("reg_weight", -5, "'reg_weight' must be >= 0"),
+        ("temp_value", float("inf"), "'temp_value' must be a finite number"),
+        ("temp_value", 0.0, "'temp_value' must be > 0"),
+        ("top_k", 0, "'top_k' must be >= 1"),
+        ("log_every", 0, "'log_every' must be >= 1"),
+        ("eval_chunk_elements", 0, "'eval_chunk_elements' must be >= 1"),
+        ("seed", -1, "'seed' must be >= 0"),
+        ("seed", 99999999999, "'seed' must be <= 4294967295"),
+        ("num_sample", 2.0, "'num_sample' must be <= 1"),
+        ("precision", "fp64", "'precision' must be one of"),
+        ("grad_accum", 0, "'grad_accum' must be >= 1"),
+    ],
+)
+def test_out_of_range_values_are_refused(key, value, message):
+    with pytest.raises(ColdbrewError, match=message):
+        make_config({key: value})
+
+
+@pytest.mark.parametrize("device", ["foo", "CPU", "mps", "cuda:x", "cpu:0"])
+def test_unknown_devices_are_refused(device):
+    with pytest.raises(ColdbrewError, match="device must be auto, cpu, cuda or cuda:N"):
+        make_config({"device": device})
+
+
+@pytest.mark.parametrize(
+    "metric, message",
+    [
+        ("cold/recall@15", "K=15 is not measured"),
+        ("cold/foo@20", "must look like"),
+        ("recall@20", "must look like"),
+    ],
+)
+def test_early_stop_metrics_that_are_never_measured_are_refused(metric, message):
+    with pytest.raises(ColdbrewError, match=message):
+        make_config({"early_stop_metric": metric})
+
+
+def test_command_line_text_is_parsed():
+    config = make_config(
+        Flags(
+            {
+                "lr": "0.01",
+                "epochs": "3",
+                "quiet": "true",
+                "grad_clip": "none",
+                "features": "genre,text",
+            }
+        )
+    )
+    assert (config.lr, config.epochs, config.quiet, config.grad_clip) == (0.01, 3, True, None)
+    assert config.features == ["genre", "text"]
+
+
+def test_only_flags_are_parsed_from_text():
+    with pytest.raises(ColdbrewError, match="option 'batch_size': expected an integer, got '512'"):
+        make_config({"batch_size": "512"}, Flags({"epochs": "2"}))  # the YAML layer is typed
+
+
+def test_to_dict_round_trips():
+    config = make_config({"lr": 0.01, "dim": 8, "ks": [5, 10]})
+    assert make_config(config.to_dict()) == config
+    assert isinstance(TrainConfig().model_options, CLCRecConfig)

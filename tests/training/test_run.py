@@ -1,0 +1,214 @@
+"""The run directory: refusals before anything is written, resume rules, the lock, JSON,
+evaluation on other data."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from coldbrew import load_dataset
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.training.checkpoint import LAST, RunLock, atomic_write, load_checkpoint
+from coldbrew.training.run import resume_config, train, write_json
+from coldbrew.training.run_evaluation import evaluate_run
+
+FAST = {
+    "data": "synthetic",
+    "batch_size": 512,
+    "num_neg": 8,
+    "lr": 0.01,
+    "quiet": True,
+    "epochs": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return load_dataset("synthetic", seed=1)
+
+
+def test_resume_refuses_flags_that_change_data_split_or_model(dataset, tmp_path):
+    train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    for flags in ({"seed": 7}, {"data": "ml-100k"}, {"dim": 32}, {"features": "text"}, {"lr": 0.1}):
+        with pytest.raises(ColdbrewError, match=f"--resume cannot change {next(iter(flags))}"):
+            resume_config(tmp_path / "run", flags)
+    assert resume_config(tmp_path / "run", {"epochs": 3, "quiet": True}).epochs == 3
+
+
+def test_resume_of_a_run_stopped_in_its_first_epoch_starts_it_again(dataset, tmp_path):
+    def crash(state):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(make_config(FAST), tmp_path / "run", dataset=dataset, on_epoch_end=crash)
+    (tmp_path / "run" / LAST).unlink()  # as if killed before the first checkpoint
+    (tmp_path / "run" / "best.pt").unlink()
+    results = train(make_config(FAST), tmp_path / "run", dataset=dataset, resume=True)
+    assert results["epochs_run"] == 1
+    assert (
+        "no checkpoint yet: starting it again from epoch 1"
+        in (tmp_path / "run" / "train.log").read_text()
+    )
+
+
+def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
+    with RunLock(tmp_path):
+        with pytest.raises(ColdbrewError, match=r"is in use by process \d+"):
+            with RunLock(tmp_path):
+                pass
+    with RunLock(tmp_path):  # released: usable again
+        pass
+
+
+def test_atomic_writes_use_unique_temporaries(tmp_path, monkeypatch):
+    names = []
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def recording(**options):
+        descriptor, name = real(**options)
+        names.append(name)
+        return descriptor, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", recording)
+    for text in (b"one", b"two"):
+        atomic_write(tmp_path / "file", lambda handle, text=text: handle.write(text))
+    assert len(set(names)) == 2 and (tmp_path / "file").read_bytes() == b"two"
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]  # no temporary left behind
+
+
+def test_out_naming_a_file_or_an_unwritable_folder_fails_before_loading(tmp_path, monkeypatch):
+    import coldbrew.training.run as run_module
+
+    def no_loading(config):
+        raise AssertionError("data was loaded")
+
+    monkeypatch.setattr(run_module, "load_run_dataset", no_loading)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ColdbrewError, match="is a file"):
+        train(make_config(FAST), tmp_path / "file")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if not __import__("os").access(locked, __import__("os").W_OK):  # root can write anywhere
+        with pytest.raises(ColdbrewError, match="is not writable"):
+            train(make_config(FAST), locked / "run")
+
+
+def test_results_json_writes_infinities_as_null(tmp_path):
+    write_json({"best": -math.inf, "nested": [math.nan, 1.0]}, tmp_path / "r.json")
+    assert json.loads((tmp_path / "r.json").read_text()) == {"best": None, "nested": [None, 1.0]}
+
+
+def test_the_run_records_its_data_as_an_absolute_path(tmp_path, monkeypatch):
+    from coldbrew.data.synthetic import load as synthetic_load
+
+    folder = tmp_path / "mydata"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(
+        "coldbrew.training.run.load_run_dataset", lambda config: synthetic_load(seed=1)
+    )
+    train(make_config({**FAST, "data": "mydata"}), tmp_path / "run")
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    assert f"data: {folder}" in saved
+
+
+def test_early_stop_metric_group_missing_from_validation_is_refused(dataset, tmp_path):
+    config = make_config({**FAST, "early_stop_metric": "nope/recall@20"})
+    with pytest.raises(ColdbrewError, match="not in validation"):
+        train(config, tmp_path / "run", dataset=dataset)
+    assert not (tmp_path / "run").exists()
+
+
+def test_num_neg_above_the_warm_items_is_a_clear_error(tmp_path):
+    data = "synthetic:users=30,items=20"
+    with pytest.raises(ColdbrewError, match=r"num_neg 500 is larger than the \d+ warm items"):
+        train(make_config({**FAST, "data": data, "num_neg": 500}), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_tiny_batches_and_num_neg_equal_to_the_warm_items_train(tmp_path, batch_size):
+    # issue 16.1: 1 + K draws covering fewer than 1 + K distinct items crashed the CPU path
+    dataset = load_dataset("synthetic:users=12,items=10,interactions=4", seed=1)
+    num_warm = len(dataset.warm_items)
+    config = make_config({**FAST, "batch_size": batch_size, "num_neg": num_warm})
+    results = train(config, tmp_path / "run", dataset=dataset)
+    assert results["epochs_run"] == 1 and math.isfinite(results["history"][0]["losses"]["loss"])
+
+
+def test_evaluate_on_data_with_other_features_uses_those_features(dataset, tmp_path):
+    train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    own = evaluate_run(tmp_path / "run", splits=["val"])["metrics"]["val"]
+    # the same interactions with the item features shuffled across items: cold items now
+    # carry other items' content, so cold scores (and metrics) must change
+    from coldbrew.data import synthetic
+
+    shuffled = synthetic.load(seed=1)
+    permutation = np.random.default_rng(0).permutation(shuffled.num_items)
+    shuffled.features = {name: f[permutation] for name, f in shuffled.features.items()}
+    import coldbrew.training.run_evaluation as evaluation_module
+
+    real = evaluation_module.load_run_dataset
+    evaluation_module.load_run_dataset = lambda config: shuffled
+    try:
+        other = evaluate_run(tmp_path / "run", data="other", splits=["val"])["metrics"]["val"]
+    finally:
+        evaluation_module.load_run_dataset = real
+    assert other["cold"] != own["cold"]
+    assert other["warm"] == own["warm"]  # warm items are scored by their ID embeddings
+
+
+def test_checkpoints_hold_no_data(dataset, tmp_path):
+    train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    state = load_checkpoint(tmp_path / "run" / "best.pt")["model"]
+    assert set(state) == {
+        "user_embedding",
+        "item_embedding",
+        "encoder.layer1.weight",
+        "encoder.layer1.bias",
+        "encoder.layer2.weight",
+        "encoder.layer2.bias",
+    }
+
+
+def test_garbage_checkpoint_is_a_one_line_error_without_unsafe_advice(tmp_path):
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(ColdbrewError) as caught:
+        load_checkpoint(tmp_path / "bad.pt")
+    assert "weights_only=False" not in str(caught.value) and "\n" not in str(caught.value)
+    torch.save({"something": 1}, tmp_path / "other.pt")
+    with pytest.raises(ColdbrewError, match="not a coldbrew checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+
+
+def test_evaluate_a_split_the_data_lacks_writes_nothing(tmp_path):
+    dataset = load_dataset("synthetic", seed=1)
+    dataset.splits.pop("test")
+    train(make_config(FAST), tmp_path / "run", dataset=dataset)
+    import coldbrew.training.run_evaluation as evaluation_module
+
+    real = evaluation_module.load_run_dataset
+    evaluation_module.load_run_dataset = lambda config: dataset
+    try:
+        with pytest.raises(ColdbrewError, match="has no test split"):
+            evaluate_run(tmp_path / "run", splits=["test"])
+    finally:
+        evaluation_module.load_run_dataset = real
+    assert not (tmp_path / "run" / "evaluation.json").exists()
+
+
+def test_extending_a_cosine_run_rebuilds_the_schedule_and_says_so(dataset, tmp_path):
+    config = make_config({**FAST, "lr_schedule": "cosine", "epochs": 1})
+    train(config, tmp_path / "run", dataset=dataset)
+    longer = resume_config(tmp_path / "run", {"epochs": 2})
+    results = train(longer, tmp_path / "run", dataset=dataset, resume=True)
+    assert results["epochs_run"] == 2
+    log = (tmp_path / "run" / "train.log").read_text()
+    assert "cosine schedule rebuilt for 2 epochs (was 1)" in log
