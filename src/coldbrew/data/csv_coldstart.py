@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
@@ -53,10 +53,14 @@ def load(
     *,
     trust_pickle: bool = False,
     features: list[str] | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
-    """Read the CSV split at ``path``; ``options``: ``progress`` and ``text_batch_size`` (text encoder)."""
+    """Read the CSV split at ``path``; ``options``: ``progress`` and ``text_batch_size`` (text encoder).
+
+    ``seed`` is checked like everywhere else but draws nothing: the files fix every split.
+    """
+    check_seed(seed)
     check_options(path.name, options, LOADER_OPTIONS)
     notes: list[str] = []
     item_ids, titles, genres = read_items(path / "items.csv")

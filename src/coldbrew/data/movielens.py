@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
@@ -68,7 +68,7 @@ def load(
     *,
     trust_pickle: bool = False,
     features: list[str] | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
     """Read ``u.data``/``u.item`` at ``path`` and split them as the module docstring describes.
@@ -125,7 +125,7 @@ def split_cold_start(
     """``(train, {split: {group: csr}}, cold_items)`` for unique internal pairs; see module docstring."""
     if not 0.0 < cold_fraction < 1.0:
         raise DataError(f"cold_fraction must be between 0 and 1, got {cold_fraction}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     num_items = shape[1]
     order = rng.permutation(num_items)
     num_cold = int(round(cold_fraction * num_items))

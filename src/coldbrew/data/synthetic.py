@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.errors import DataError
 
 CHUNK_SCORES = 1 << 26  # 64M float32 scores (256 MB) per chunk, plus as much Gumbel noise
@@ -61,7 +61,7 @@ def load(
     name: str = "synthetic",
     *,
     features: Sequence[str] | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
     """Generate the dataset ``name`` (``"synthetic[:key=value,...]"``) for ``seed``."""
@@ -126,9 +126,7 @@ def parse_options(name: str, seed: int, options: dict) -> tuple[SyntheticOptions
     }
     settings = SyntheticOptions(**values)
     _check(name, settings)
-    if seed < 0:
-        raise DataError(f"{name}: seed must be >= 0, got {seed}")
-    return settings, seed
+    return settings, check_seed(seed)
 
 
 def _convert(name: str, key: str, value: object, kind: type) -> object:
