@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coldbrew.data import movielens, resolve_data_path
+from coldbrew.data import load_dataset, movielens, resolve_data_path
 from coldbrew.data.movielens import _split_warm_per_user, download_ml100k, split_cold_start
 from coldbrew.errors import DataError
 from conftest import shared_path
@@ -279,10 +279,5 @@ def test_not_a_zip_is_removed(tmp_path, monkeypatch):
 
 def test_ml100k_through_load_dataset():
     shared_path("ml-100k")  # skips when the shared data is absent (a clone outside the workspace)
-    pytest.importorskip("coldbrew.data.clcrec_layout")
-    from coldbrew.data import load_dataset
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dataset = load_dataset("ml-100k", features="genre", seed=0)
+    dataset = load_dataset("ml-100k", features="genre", seed=0)
     assert dataset.name == "ml-100k" and dataset.num_users == 943
