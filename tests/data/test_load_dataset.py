@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -90,3 +91,21 @@ def test_a_plain_load_gives_the_split_train_uses(sources):
     seeds = range(2, 12)
     others = [load_dataset(sources["ml-100k"], features="genre", seed=s) for s in seeds]
     assert any(not np.array_equal(o.cold_items, plain.cold_items) for o in others)
+
+
+def test_data_notes_are_notes_not_warnings(sources, monkeypatch):
+    """What a person should know about the data is in ``notes``; nothing goes to ``warnings``."""
+    from coldbrew.data import features
+
+    monkeypatch.setattr(features, "text_encoder_available", lambda: False)
+    ml100k = Path(sources["ml-100k"])
+    (ml100k / "u.user").write_text("".join(f"{user}|30|M|other|0\n" for user in range(1, 10)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = {kind: load_dataset(source) for kind, source in sources.items()}
+    assert "u.data: 10 rating(s) by 1 user(s) not in u.user (e.g. user 10) dropped" in (
+        loaded["ml-100k"].notes
+    )
+    assert "no cold_test.csv: test metrics skipped" in loaded["csv"].notes
+    for kind in ("ml-100k", "csv"):
+        assert any(note.startswith("text features skipped") for note in loaded[kind].notes)

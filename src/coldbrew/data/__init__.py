@@ -2,6 +2,11 @@
 
 ``load_dataset`` takes a directory, a known dataset name (resolved under ``$COLDBREW_DATA``,
 then the user cache) or ``"synthetic"``, and picks the loader from what the directory holds.
+
+Loaders do not call ``warnings.warn``. What a person should know about the data (rows dropped,
+a split absent, a modality skipped) is a line in ``Dataset.notes``, which the caller prints or
+records; trouble outside the data (a cache that cannot be written) goes to the ``logging``
+logger ``"coldbrew.data.<module>"``, so ``logging.getLogger("coldbrew")`` silences it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Raw MovieLens-100K (``u.data``, ``u.item``) with a seeded item cold-start split.
 
 Every rating is one implicit interaction (duplicate user-item pairs count once). Users are those
-of ``u.user`` when it exists (ratings by anyone else are dropped with a warning and a note),
+of ``u.user`` when it exists (ratings by anyone else are dropped, with a line in ``notes``),
 otherwise those of ``u.data``; items are those of ``u.item``. ``user_ids``/``item_ids`` keep the
 source ids.
 
@@ -177,12 +177,10 @@ def _user_catalogue(path: Path, users: np.ndarray, notes: list[str]) -> np.ndarr
     user_ids = np.unique(_read_ids(path / "u.user"))
     stray = ~np.isin(users, user_ids)
     if stray.any():
-        message = (
+        notes.append(
             f"u.data: {int(stray.sum())} rating(s) by {len(np.unique(users[stray]))} user(s) not in "
             f"u.user (e.g. user {int(users[stray][0])}) dropped"
         )
-        warnings.warn(f"{path.name}: {message}", stacklevel=4)
-        notes.append(message)
     return user_ids
 
 
