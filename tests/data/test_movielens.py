@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import urllib.error
 import urllib.request
@@ -249,6 +250,67 @@ def test_network_failure_explains_what_to_do(tmp_path, monkeypatch):
     serve(monkeypatch, urllib.error.URLError("no route to host"))
     with pytest.raises(DataError, match=r"download failed: .*no route to host.*set COLDBREW_DATA"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Every file and folder under ``folder`` (hidden temporaries included), relative."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def test_a_transfer_cut_short_is_a_data_error_and_leaves_nothing(tmp_path, monkeypatch):
+    class CutShort(io.BytesIO):
+        def read(self, size=-1):
+            raise http.client.IncompleteRead(b"PK\x03\x04", 5_000_000)
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: CutShort())
+    with pytest.raises(DataError, match=r"download failed: IncompleteRead.*set COLDBREW_DATA"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == []
+
+
+def test_a_real_urlopen_of_a_local_file_url(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    (tmp_path / "mirror.zip").write_bytes(payload)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "missing.zip").as_uri())
+    with pytest.raises(DataError, match=r"download failed: .*missing.zip"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == []
+    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "mirror.zip").as_uri())
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == [
+        "ml-100k",
+        "ml-100k.zip",
+        "ml-100k/u.data",
+        "ml-100k/u.item",
+    ]
+    assert load(target).num_items == NUM_ITEMS
+
+
+def test_a_cache_that_cannot_be_written_is_a_data_error(tmp_path, monkeypatch):
+    serve(monkeypatch, AssertionError("nothing may be downloaded"))
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    with pytest.raises(DataError, match=r"cannot write ml-100k into .*set COLDBREW_CACHE"):
+        download_ml100k(tmp_path / "cache" / "data" / "ml-100k")
+
+
+def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    requested = serve(monkeypatch, payload)
+
+    def disk_full(bundle, destination):
+        (Path(destination) / "ml-100k").mkdir()
+        (Path(destination) / "ml-100k" / "u.data").write_text("1\t1\t")  # half a file
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(zipfile.ZipFile, "extractall", disk_full)
+        with pytest.raises(DataError, match="cannot write ml-100k into .*No space left"):
+            download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == ["ml-100k.zip"]  # verified, so kept for next time
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert len(requested) == 1 and load(target).num_items == NUM_ITEMS
 
 
 @pytest.mark.parametrize(

@@ -275,16 +275,30 @@ def download_ml100k(target: Path) -> Path:
     """Download, verify (SHA-256) and unpack ml-100k into ``target``, once; returns ``target``.
 
     The archive is kept beside ``target`` (``ml-100k.zip``) so a broken unpack never downloads
-    twice. Unpacking goes to a temporary folder renamed into place, so ``target`` is complete or
-    absent.
+    twice; it is only written, by a rename, once its digest matches. Unpacking goes to a
+    temporary folder renamed into place, so ``target`` is complete or absent. Every failure
+    (offline, a cut or wrong download, a cache that cannot be written) is one ``DataError`` and
+    leaves no partial file behind.
     """
     target = Path(target)
     if detect(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     archive = target.parent / "ml-100k.zip"
-    if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
-        _download(ML100K_URL, archive)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
+            _download(ML100K_URL, archive)
+        _unpack(archive, target)
+    except OSError as error:  # the network's errors are DataErrors already: this is the disk
+        raise DataError(
+            f"cannot write ml-100k into {target.parent}: {error}; set COLDBREW_CACHE to a "
+            "writable folder, or COLDBREW_DATA to a folder that holds ml-100k/"
+        ) from error
+    return target
+
+
+def _unpack(archive: Path, target: Path) -> None:
+    """Extract the verified ``archive`` beside ``target``, then rename the folder into place."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".ml-100k-"))
     try:
         _extract(archive, staging)
@@ -295,38 +309,42 @@ def download_ml100k(target: Path) -> Path:
             os.replace(found, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def _download(url: str, archive: Path) -> None:
-    import urllib.request
-
+    """Fetch ``url`` to a temporary file beside ``archive``; renamed to it only when verified."""
     handle, temporary = tempfile.mkstemp(dir=archive.parent, prefix=".ml-100k-", suffix=".zip")
     try:
-        with (
-            os.fdopen(handle, "wb") as file,
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
-        ):
-            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
-            if len(payload) > DOWNLOAD_LIMIT_BYTES:
-                raise DataError(
-                    f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive"
-                )
-            file.write(payload)
+        with os.fdopen(handle, "wb") as file:
+            file.write(_fetch(url))
         digest = _sha256(Path(temporary))
         if digest != ML100K_SHA256:
             raise DataError(
                 f"{url}: SHA-256 {digest} does not match the published {ML100K_SHA256}; not using it"
             )
         os.replace(temporary, archive)
-    except OSError as error:  # URLError, timeouts and refused connections are all OSError
-        raise DataError(
-            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: {error}; "
-            "set COLDBREW_DATA to a folder that holds ml-100k/"
-        ) from error
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _fetch(url: str) -> bytes:
+    """The body at ``url`` (at most ``DOWNLOAD_LIMIT_BYTES``); any network failure a DataError."""
+    import http.client
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
+    except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, a cut transfer
+        detail = str(error) or type(error).__name__
+        raise DataError(
+            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: "
+            f"{detail}; set COLDBREW_DATA to a folder that holds ml-100k/"
+        ) from error
+    if len(payload) > DOWNLOAD_LIMIT_BYTES:
+        raise DataError(f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive")
+    return payload
 
 
 def _extract(archive: Path, destination: Path) -> None:
