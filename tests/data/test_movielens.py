@@ -88,12 +88,18 @@ def test_split_partitions_every_interaction(tmp_path):
 
 
 def test_cold_items_without_ratings_and_warm_items_without_training_stay_put():
-    # items 0..9; one user; cold fraction 0.2 picks 2 items; item 9 has no rating at all
+    # items 0..9; one user rates 0..8; cold fraction 0.2 picks 2 items; item 9 has no rating
     users, items = np.zeros(9, dtype=np.int64), np.arange(9)
     train, splits, cold = split_cold_start(users, items, (1, 10), seed=3)
-    assert len(cold) == 2
+    assert len(cold) == 2 and 9 in cold  # seed 3 draws the unrated item: it stays cold
+    assert "cold" not in splits["val"]  # val's one cold item is 9, with nothing to hold out
+    assert pairs(splits["test"]["cold"]) == {(0, int(cold[cold != 9][0]))}
+    # 8 warm ratings: floor(0.8 + 0.5) = 1 each to val and test; those two items keep no
+    # training interaction and still are warm, not cold
+    held_out = pairs(splits["val"]["warm"]) | pairs(splits["test"]["warm"])
+    assert len(held_out) == 2
     warm_without_train = set(range(10)) - set(cold.tolist()) - set(train.indices.tolist())
-    assert warm_without_train  # 7 warm ratings: 1 to val, 1 to test -> those items stay warm
+    assert warm_without_train == {item for _, item in held_out}
     assert not set(train.indices.tolist()) & set(cold.tolist())
 
 

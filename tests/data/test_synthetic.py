@@ -103,7 +103,7 @@ def test_options_from_the_name_match_keywords() -> None:
     [
         ("synthetic", {"colour": 3}, "unknown option 'colour'"),
         ("synthetic:shade=2", {}, "unknown option 'shade'"),
-        ("synthetic:users=abc", {}, "users=|num_users="),
+        ("synthetic:users=abc", {}, r"option num_users='abc' is not a valid int"),
         ("synthetic:users=2.5", {}, "not a valid int"),
         ("synthetic:users", {}, "expected key=value"),
         ("synthetic:users=10", {"num_users": 20}, "both in the name and as a keyword"),
