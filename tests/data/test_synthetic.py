@@ -150,6 +150,24 @@ def test_options_from_the_name_match_keywords() -> None:
     assert (via_dispatch.num_users, list(via_dispatch.features)) == (50, ["content"])
 
 
+def test_the_small_preset_is_the_old_default_and_options_override_it() -> None:
+    small = synthetic.load("synthetic:small", seed=4)
+    by_keywords = synthetic.load(
+        "synthetic",
+        seed=4,
+        num_users=500,
+        num_items=300,
+        interactions_per_user=20,
+        temperature=0.5,
+    )
+    assert_equal_datasets(small, by_keywords)
+    check_split_rules(small, interactions_per_user=20)
+    narrower = synthetic.load("synthetic:small,users=50,feature_dims=8", seed=4)
+    assert (narrower.num_users, narrower.num_items) == (50, 300)
+    assert narrower.features["content"].shape == (300, 8)
+    assert synthetic.load("synthetic:small", num_items=40, seed=4).num_items == 40
+
+
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
@@ -157,7 +175,8 @@ def test_options_from_the_name_match_keywords() -> None:
         ("synthetic:shade=2", {}, "unknown option 'shade'"),
         ("synthetic:users=abc", {}, r"option num_users='abc' is not a valid int"),
         ("synthetic:users=2.5", {}, "not a valid int"),
-        ("synthetic:users", {}, "expected key=value"),
+        ("synthetic:users", {}, r"expected key=value or one preset \(small\), got 'users'"),
+        ("synthetic:small,small", {}, "expected key=value or one preset"),
         ("synthetic:users=10", {"num_users": 20}, "both in the name and as a keyword"),
         ("synthetic", {"interactions_per_user": 1001}, "interactions_per_user must be"),
         ("synthetic", {"cold_fraction": 1.0}, "cold_fraction must be"),
