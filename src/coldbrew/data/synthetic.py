@@ -62,9 +62,9 @@ class SyntheticOptions:
     candidates: int = 4096  # items per user block beyond which sampling uses candidates
 
 
-# Named starting points, written first in the name ("synthetic:small,users=100"); options
-# given by key override them. "small" is the default before the demo sizing: fast, but too little data
-# for CLCRec to learn in a couple of epochs (tests of mechanics, not of learning).
+# Named starting points, one per name ("synthetic:small,users=100"); options given by key
+# override them. "small" is the default before the demo sizing: fast, but too little data for
+# CLCRec to learn in a couple of epochs (for tests of mechanics, not of learning).
 PRESETS = {
     "small": {"num_users": 500, "num_items": 300, "interactions_per_user": 20, "temperature": 0.5},
 }
