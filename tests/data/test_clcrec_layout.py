@@ -202,7 +202,10 @@ def test_plain_numeric_files_load_without_trust(tmp_path: Path) -> None:
             r"expected \[n, 2\] pairs",
         ),
         (lambda f: torch.save(torch.tensor([[4, 12], [0, 1]]), f / "feat_t.pt"), "out of range"),
-        (lambda f: torch.save({"not": "a tensor"}, f / "feat_a.pt"), "feat_a.pt"),
+        (
+            lambda f: torch.save({"not": "a tensor"}, f / "feat_a.pt"),
+            "feat_a.pt: expected a numeric matrix",
+        ),
     ],
 )
 def test_inconsistent_folders_raise_one_clear_error(folder: Path, change, message: str) -> None:

@@ -106,14 +106,24 @@ def test_select_features_defaults_to_genre_and_text(monkeypatch):
     assert list(chosen) == ["genre", "text"] and calls == ["genre", "text"]
 
 
-def test_default_text_is_skipped_with_a_warning_without_the_extra(monkeypatch):
+def test_default_text_is_skipped_with_a_note_without_the_extra(monkeypatch):
     monkeypatch.setattr(features, "text_encoder_available", lambda: False)
     calls: list[str] = []
     notes: list[str] = []
-    with pytest.warns(UserWarning, match=r"coldbrew\[text\]"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a note, not a warning
         chosen = select_features(_factories(calls), None, notes=notes)
     assert list(chosen) == ["genre"] and calls == ["genre"]
-    assert len(notes) == 1 and "text features skipped" in notes[0]
+    assert notes == ["text features skipped: " + features.TEXT_EXTRA_HINT]
+    assert "pip install 'coldbrew[text]'" in notes[0]
+
+
+def test_without_a_notes_list_the_skip_is_logged(monkeypatch, caplog):
+    monkeypatch.setattr(features, "text_encoder_available", lambda: False)
+    with caplog.at_level("WARNING", logger="coldbrew"):
+        select_features(_factories([]), None)
+    assert [record.name for record in caplog.records] == ["coldbrew.data.features"]
+    assert "text features skipped" in caplog.records[0].getMessage()
 
 
 def test_explicit_text_without_the_extra_is_an_error(monkeypatch):
@@ -200,13 +210,17 @@ def test_default_cache_follows_coldbrew_cache(tmp_path, monkeypatch):
     assert text_encoder._cache_file(["a"], "default").parent == tmp_path / "text"
 
 
-def test_write_cache_failure_only_warns(tmp_path):
+def test_write_cache_failure_is_logged_not_raised(tmp_path, caplog):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings(), caplog.at_level("WARNING", logger="coldbrew"):
+        warnings.simplefilter("error")  # the "coldbrew" logger, which the CLI can silence
         text_encoder._write_cache(blocker / "x.npy", torch.zeros(1, 384))
-    assert any("could not cache" in str(w.message) for w in caught)
+    assert [record.name for record in caplog.records] == ["coldbrew.data.text_encoder"]
+    assert (
+        caplog.records[0].getMessage().startswith(f"could not cache text embeddings in {blocker}")
+    )
+    assert list(tmp_path.iterdir()) == [blocker]  # no temporary file left behind
 
 
 def test_genre_multi_hot_with_a_fixed_vocabulary_keeps_empty_columns():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import urllib.error
 import urllib.request
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coldbrew.data import movielens, resolve_data_path
+from coldbrew.data import load_dataset, movielens, resolve_data_path
 from coldbrew.data.movielens import _split_warm_per_user, download_ml100k, split_cold_start
 from coldbrew.errors import DataError
 from conftest import shared_path
@@ -49,9 +50,7 @@ def write_ml100k(root: Path, *, ratings: str | None = None, extra_items: str = "
 
 
 def load(path: Path, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return movielens.load(path, features=kwargs.pop("features", ["genre"]), **kwargs)
+    return movielens.load(path, features=kwargs.pop("features", ["genre"]), **kwargs)
 
 
 def pairs(matrix) -> set[tuple[int, int]]:
@@ -89,12 +88,18 @@ def test_split_partitions_every_interaction(tmp_path):
 
 
 def test_cold_items_without_ratings_and_warm_items_without_training_stay_put():
-    # items 0..9; one user; cold fraction 0.2 picks 2 items; item 9 has no rating at all
+    # items 0..9; one user rates 0..8; cold fraction 0.2 picks 2 items; item 9 has no rating
     users, items = np.zeros(9, dtype=np.int64), np.arange(9)
     train, splits, cold = split_cold_start(users, items, (1, 10), seed=3)
-    assert len(cold) == 2
+    assert len(cold) == 2 and 9 in cold  # seed 3 draws the unrated item: it stays cold
+    assert "cold" not in splits["val"]  # val's one cold item is 9, with nothing to hold out
+    assert pairs(splits["test"]["cold"]) == {(0, int(cold[cold != 9][0]))}
+    # 8 warm ratings: floor(0.8 + 0.5) = 1 each to val and test; those two items keep no
+    # training interaction and still are warm, not cold
+    held_out = pairs(splits["val"]["warm"]) | pairs(splits["test"]["warm"])
+    assert len(held_out) == 2
     warm_without_train = set(range(10)) - set(cold.tolist()) - set(train.indices.tolist())
-    assert warm_without_train  # 7 warm ratings: 1 to val, 1 to test -> those items stay warm
+    assert warm_without_train == {item for _, item in held_out}
     assert not set(train.indices.tolist()) & set(cold.tolist())
 
 
@@ -128,10 +133,11 @@ def test_users_missing_from_u_user_are_dropped_with_a_note(tmp_path):
         file.write(
             "0\t1\t5\t883603013\t\n0\t2\t5\t883603013\n"
         )  # trailing tab as in the shared copy
-    with pytest.warns(UserWarning, match="not in u.user"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # notes reach the user through the CLI, not as warnings
         dataset = movielens.load(tmp_path, features=["genre"])
     assert dataset.num_users == NUM_USERS
-    assert any("2 rating(s) by 1 user(s) not in u.user" in note for note in dataset.notes)
+    assert dataset.notes == ["u.data: 2 rating(s) by 1 user(s) not in u.user (e.g. user 0) dropped"]
 
 
 @pytest.mark.parametrize(
@@ -252,6 +258,67 @@ def test_network_failure_explains_what_to_do(tmp_path, monkeypatch):
         download_ml100k(tmp_path / "cache" / "ml-100k")
 
 
+def leftovers(folder: Path) -> list[str]:
+    """Every file and folder under ``folder`` (hidden temporaries included), relative."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+def test_a_transfer_cut_short_is_a_data_error_and_leaves_nothing(tmp_path, monkeypatch):
+    class CutShort(io.BytesIO):
+        def read(self, size=-1):
+            raise http.client.IncompleteRead(b"PK\x03\x04", 5_000_000)
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: CutShort())
+    with pytest.raises(DataError, match=r"download failed: IncompleteRead.*set COLDBREW_DATA"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == []
+
+
+def test_a_real_urlopen_of_a_local_file_url(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    (tmp_path / "mirror.zip").write_bytes(payload)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "missing.zip").as_uri())
+    with pytest.raises(DataError, match=r"download failed: .*missing.zip"):
+        download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == []
+    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "mirror.zip").as_uri())
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == [
+        "ml-100k",
+        "ml-100k.zip",
+        "ml-100k/u.data",
+        "ml-100k/u.item",
+    ]
+    assert load(target).num_items == NUM_ITEMS
+
+
+def test_a_cache_that_cannot_be_written_is_a_data_error(tmp_path, monkeypatch):
+    serve(monkeypatch, AssertionError("nothing may be downloaded"))
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    with pytest.raises(DataError, match=r"cannot write ml-100k into .*set COLDBREW_CACHE"):
+        download_ml100k(tmp_path / "cache" / "data" / "ml-100k")
+
+
+def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    requested = serve(monkeypatch, payload)
+
+    def disk_full(bundle, destination):
+        (Path(destination) / "ml-100k").mkdir()
+        (Path(destination) / "ml-100k" / "u.data").write_text("1\t1\t")  # half a file
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(zipfile.ZipFile, "extractall", disk_full)
+        with pytest.raises(DataError, match="cannot write ml-100k into .*No space left"):
+            download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert leftovers(tmp_path / "cache") == ["ml-100k.zip"]  # verified, so kept for next time
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert len(requested) == 1 and load(target).num_items == NUM_ITEMS
+
+
 @pytest.mark.parametrize(
     ("members", "message"),
     [
@@ -279,10 +346,5 @@ def test_not_a_zip_is_removed(tmp_path, monkeypatch):
 
 def test_ml100k_through_load_dataset():
     shared_path("ml-100k")  # skips when the shared data is absent (a clone outside the workspace)
-    pytest.importorskip("coldbrew.data.clcrec_layout")
-    from coldbrew.data import load_dataset
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dataset = load_dataset("ml-100k", features="genre", seed=0)
+    dataset = load_dataset("ml-100k", features="genre", seed=0)
     assert dataset.name == "ml-100k" and dataset.num_users == 943

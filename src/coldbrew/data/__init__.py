@@ -2,6 +2,11 @@
 
 ``load_dataset`` takes a directory, a known dataset name (resolved under ``$COLDBREW_DATA``,
 then the user cache) or ``"synthetic"``, and picks the loader from what the directory holds.
+
+Loaders do not call ``warnings.warn``. What a person should know about the data (rows dropped,
+a split absent, a modality skipped) is a line in ``Dataset.notes``, which the caller prints or
+records; trouble outside the data (a cache that cannot be written) goes to the ``logging``
+logger ``"coldbrew.data.<module>"``, so ``logging.getLogger("coldbrew")`` silences it.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from coldbrew.data.dataset import GROUPS, SPLITS, Dataset, WordIds
+from coldbrew.data.dataset import DEFAULT_SEED, GROUPS, SPLITS, Dataset, WordIds, check_seed
 from coldbrew.errors import DataError
 
 __all__ = [
@@ -18,6 +23,8 @@ __all__ = [
     "WordIds",
     "GROUPS",
     "SPLITS",
+    "DEFAULT_SEED",
+    "check_seed",
     "load_dataset",
     "resolve_data_path",
     "cache_dir",
@@ -59,15 +66,19 @@ def load_dataset(
     *,
     trust_pickle: bool = False,
     features: Sequence[str] | str | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
     """Load a dataset into the one in-memory form.
 
     ``features`` picks modalities by name (``"genre,text"`` or a list); ``None`` takes every
     modality the source offers. ``trust_pickle`` allows the original CLCRec ``.npy`` pickles.
-    ``options`` go to the loader (e.g. ``num_users=...`` for ``"synthetic"``).
+    ``seed`` (0..2**32 - 1) draws the split where the source has none of its own (raw
+    MovieLens, synthetic data); its default is the training default, so a plain load shows the
+    split ``train`` uses unless told another seed. ``options`` go to the loader (e.g.
+    ``num_users=...`` for ``"synthetic"``).
     """
+    seed = check_seed(seed)
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     if str(path_or_name).split(":")[0] == "synthetic":

@@ -1,6 +1,7 @@
 """Strict item cold-start splits stored as CSV (e.g. ``ml-1m-coldstart``).
 
-Files (``uid,iid`` headers unless noted):
+Files (``uid,iid`` headers unless noted; names and values may be double-quoted, and every row
+must have as many fields as its header, see ``coldbrew.data.csv_files``):
 
 - ``train.csv``: training interactions; an item in it is *warm*.
 - ``cold_val.csv`` and, when present, ``cold_test.csv``: interactions on cold items only.
@@ -17,13 +18,13 @@ validation cold items against every cold item). Validation and test hold one gro
 from __future__ import annotations
 
 import csv
-import warnings
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.csv_files import header_positions, read_pairs, read_text
+from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
@@ -53,10 +54,14 @@ def load(
     *,
     trust_pickle: bool = False,
     features: list[str] | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
-    """Read the CSV split at ``path``; ``options``: ``progress`` and ``text_batch_size`` (text encoder)."""
+    """Read the CSV split at ``path``; ``options``: ``progress`` and ``text_batch_size`` (text encoder).
+
+    ``seed`` is checked like everywhere else but draws nothing: the files fix every split.
+    """
+    check_seed(seed)
     check_options(path.name, options, LOADER_OPTIONS)
     notes: list[str] = []
     item_ids, titles, genres = read_items(path / "items.csv")
@@ -99,9 +104,7 @@ def _read_interactions(
     }
     pairs = {name: read_pairs(file) for name, file in pair_files.items() if file.is_file()}
     if "test" not in pairs:
-        message = "no cold_test.csv: test metrics skipped"
-        warnings.warn(f"{path.name}: {message}", stacklevel=4)
-        notes.append(message)
+        notes.append("no cold_test.csv: test metrics skipped")
     user_ids = np.unique(np.concatenate([users for users, _ in pairs.values()]))
     shape = (len(user_ids), len(item_ids))
     matrices = {}
@@ -147,9 +150,7 @@ def _check_cold_files(
     if len(cold_sets) == 2:
         shared = np.intersect1d(cold_sets["val"], cold_sets["test"])
         if len(shared):
-            message = f"{len(shared)} cold item(s) occur in both cold_val.csv and cold_test.csv"
-            warnings.warn(message, stacklevel=5)
-            notes.append(message)
+            notes.append(f"{len(shared)} cold item(s) occur in both cold_val.csv and cold_test.csv")
 
 
 def _union(matrices: list[sp.csr_matrix]) -> sp.csr_matrix:
@@ -163,75 +164,12 @@ def _union(matrices: list[sp.csr_matrix]) -> sp.csr_matrix:
 
 
 # ---------------------------------------------------------------------------------- reading
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise DataError(f"{path}: not UTF-8 text ({error})") from error
-
-
-def _header_positions(path: Path, header: str, required: tuple[str, ...]) -> list[int]:
-    columns = [column.strip() for column in header.strip().split(",")]
-    missing = [name for name in required if name not in columns]
-    if not header.strip():
-        raise DataError(f"{path}: empty file; expected a header line {','.join(required)!r}")
-    if missing:
-        raise DataError(
-            f"{path}, line 1: header {header.strip()!r} lacks column(s) {', '.join(missing)}; "
-            f"expected {','.join(required)!r}"
-        )
-    return [columns.index(name) for name in required]
-
-
-def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """``(uids, iids)`` int64 arrays of a ``uid,iid`` CSV (more columns are allowed and ignored)."""
-    header, _, body = _read_text(path).partition("\n")
-    positions = _header_positions(path, header, ("uid", "iid"))
-    body = body.replace("\r", "").strip("\n")
-    if not body.strip():
-        raise DataError(f"{path}: no interactions after the header")
-    if positions == [0, 1] and header.count(",") == 1:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            try:  # C-speed parse; anything odd falls through to the line-by-line check
-                values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
-                if len(values) == 2 * (body.count("\n") + 1):
-                    return values[0::2].copy(), values[1::2].copy()
-            except (ValueError, DeprecationWarning):
-                pass
-    return _parse_lines(path, body, positions, header.count(",") + 1)
-
-
-def _parse_lines(
-    path: Path, body: str, positions: list[int], width: int
-) -> tuple[np.ndarray, np.ndarray]:
-    users, items = [], []
-    for number, line in enumerate(body.split("\n"), start=2):
-        if not line.strip():
-            continue
-        fields = line.split(",")
-        if len(fields) != width:
-            raise DataError(f"{path}, line {number}: expected {width} fields, got {line!r}")
-        try:
-            users.append(int(fields[positions[0]]))
-            items.append(int(fields[positions[1]]))
-        except ValueError:
-            raise DataError(
-                f"{path}, line {number}: uid and iid must be integers, got {line!r}"
-            ) from None
-    return np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64)
-
-
 def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
     """Sorted ``iid`` array with the matching titles and genre lists from ``items.csv``."""
-    rows = list(csv.reader(_read_text(path).splitlines()))
+    rows = list(csv.reader(read_text(path).splitlines()))
     if not rows:
         raise DataError(f"{path}: empty file; expected a header line 'iid,title,genres'")
-    iid_at, title_at, genres_at = _header_positions(
-        path, ",".join(rows[0]), ("iid", "title", "genres")
-    )
+    iid_at, title_at, genres_at = header_positions(path, rows[0], ("iid", "title", "genres"))
     by_iid: dict[int, tuple[str, list[str]]] = {}
     for number, row in enumerate(rows[1:], start=2):
         if not row:
@@ -264,7 +202,7 @@ def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
 def read_extra_info(path: Path) -> dict[tuple[str, str], dict[str, str]]:
     """``(normalised title, year) -> {director, cast, plot}`` from ``movies_extrainfos.dat``."""
     info: dict[tuple[str, str], dict[str, str]] = {}
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         fields = line.split("::")

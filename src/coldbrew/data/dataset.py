@@ -7,6 +7,7 @@ item, value 1); the trainer and evaluator move the index arrays to the device th
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,25 @@ from coldbrew.errors import DataError
 
 SPLITS = ("val", "test")
 GROUPS = ("all", "warm", "cold")
+# Loaders draw their splits with this seed unless told otherwise: the training default
+# (``TrainConfig.seed``), so ``data info``, ``bench`` and ``train`` describe the same split.
+DEFAULT_SEED = 1
+# Every seed is in 0..2**32 - 1: the largest range that numpy's legacy ``np.random.seed`` (used
+# by the trainer), ``np.random.default_rng`` and ``torch.manual_seed`` all accept.
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as an ``int`` when it is a whole number in ``0..MAX_SEED``, else a ``DataError``.
+
+    >>> check_seed(7)
+    7
+    """
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise DataError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise DataError(f"seed must be from 0 to 2**32 - 1 ({MAX_SEED}), got {int(seed)}")
+    return int(seed)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ A loader describes what it *could* compute as ``{name: zero-argument function}``
 from __future__ import annotations
 
 import importlib.util
+import logging
 import re
 import unicodedata
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -24,6 +24,7 @@ TEXT_EXTRA_HINT = "text features need the [text] extra: pip install 'coldbrew[te
 EXTRA_FIELDS = (("director", "Director"), ("cast", "Cast"), ("plot", "Plot"))
 
 FeatureFactory = Callable[[], torch.Tensor]
+LOGGER = logging.getLogger(__name__)
 # Articles that catalogue titles move to the end ("Matrix, The"); "l'" joins without a space.
 ARTICLES = "the|a|an|les|la|le|l'|il|lo|gli|i|das|der|die|den|det|el|los|las|un|une|una"
 TRAILING_ARTICLE = re.compile(rf"^(?P<title>.*), (?P<article>{ARTICLES})$", re.IGNORECASE)
@@ -140,8 +141,9 @@ def select_features(
     """Compute only the requested modalities, in the order asked.
 
     ``requested=None`` takes the defaults (genre and text) that the source offers; text is then
-    skipped with a warning (and a line in ``notes``) when the ``[text]`` extra is missing. Asking
-    for text explicitly without the extra, or for a modality the source lacks, is a ``DataError``.
+    skipped, with a line in ``notes`` (logged instead when no list is given), when the ``[text]``
+    extra is missing. Asking for text explicitly without the extra, or for a modality the source
+    lacks, is a ``DataError``.
     """
     explicit = requested is not None
     if requested is None:
@@ -160,8 +162,9 @@ def select_features(
             if explicit:
                 raise DataError(TEXT_EXTRA_HINT)
             message = f"text features skipped: {TEXT_EXTRA_HINT}"
-            warnings.warn(message, stacklevel=2)
-            if notes is not None:
+            if notes is None:
+                LOGGER.warning(message)
+            else:
                 notes.append(message)
             continue
         features[name] = available[name]()

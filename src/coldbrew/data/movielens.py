@@ -1,7 +1,7 @@
 """Raw MovieLens-100K (``u.data``, ``u.item``) with a seeded item cold-start split.
 
 Every rating is one implicit interaction (duplicate user-item pairs count once). Users are those
-of ``u.user`` when it exists (ratings by anyone else are dropped with a warning and a note),
+of ``u.user`` when it exists (ratings by anyone else are dropped, with a line in ``notes``),
 otherwise those of ``u.data``; items are those of ``u.item``. ``user_ids``/``item_ids`` keep the
 source ids.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
@@ -68,7 +68,7 @@ def load(
     *,
     trust_pickle: bool = False,
     features: list[str] | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     **options,
 ) -> Dataset:
     """Read ``u.data``/``u.item`` at ``path`` and split them as the module docstring describes.
@@ -125,7 +125,7 @@ def split_cold_start(
     """``(train, {split: {group: csr}}, cold_items)`` for unique internal pairs; see module docstring."""
     if not 0.0 < cold_fraction < 1.0:
         raise DataError(f"cold_fraction must be between 0 and 1, got {cold_fraction}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     num_items = shape[1]
     order = rng.permutation(num_items)
     num_cold = int(round(cold_fraction * num_items))
@@ -177,12 +177,10 @@ def _user_catalogue(path: Path, users: np.ndarray, notes: list[str]) -> np.ndarr
     user_ids = np.unique(_read_ids(path / "u.user"))
     stray = ~np.isin(users, user_ids)
     if stray.any():
-        message = (
+        notes.append(
             f"u.data: {int(stray.sum())} rating(s) by {len(np.unique(users[stray]))} user(s) not in "
             f"u.user (e.g. user {int(users[stray][0])}) dropped"
         )
-        warnings.warn(f"{path.name}: {message}", stacklevel=4)
-        notes.append(message)
     return user_ids
 
 
@@ -277,16 +275,30 @@ def download_ml100k(target: Path) -> Path:
     """Download, verify (SHA-256) and unpack ml-100k into ``target``, once; returns ``target``.
 
     The archive is kept beside ``target`` (``ml-100k.zip``) so a broken unpack never downloads
-    twice. Unpacking goes to a temporary folder renamed into place, so ``target`` is complete or
-    absent.
+    twice; it is only written, by a rename, once its digest matches. Unpacking goes to a
+    temporary folder renamed into place, so ``target`` is complete or absent. Every failure
+    (offline, a cut or wrong download, a cache that cannot be written) is one ``DataError`` and
+    leaves no partial file behind.
     """
     target = Path(target)
     if detect(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     archive = target.parent / "ml-100k.zip"
-    if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
-        _download(ML100K_URL, archive)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
+            _download(ML100K_URL, archive)
+        _unpack(archive, target)
+    except OSError as error:  # the network's errors are DataErrors already: this is the disk
+        raise DataError(
+            f"cannot write ml-100k into {target.parent}: {error}; set COLDBREW_CACHE to a "
+            "writable folder, or COLDBREW_DATA to a folder that holds ml-100k/"
+        ) from error
+    return target
+
+
+def _unpack(archive: Path, target: Path) -> None:
+    """Extract the verified ``archive`` beside ``target``, then rename the folder into place."""
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".ml-100k-"))
     try:
         _extract(archive, staging)
@@ -297,38 +309,42 @@ def download_ml100k(target: Path) -> Path:
             os.replace(found, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def _download(url: str, archive: Path) -> None:
-    import urllib.request
-
+    """Fetch ``url`` to a temporary file beside ``archive``; renamed to it only when verified."""
     handle, temporary = tempfile.mkstemp(dir=archive.parent, prefix=".ml-100k-", suffix=".zip")
     try:
-        with (
-            os.fdopen(handle, "wb") as file,
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response,
-        ):
-            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
-            if len(payload) > DOWNLOAD_LIMIT_BYTES:
-                raise DataError(
-                    f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive"
-                )
-            file.write(payload)
+        with os.fdopen(handle, "wb") as file:
+            file.write(_fetch(url))
         digest = _sha256(Path(temporary))
         if digest != ML100K_SHA256:
             raise DataError(
                 f"{url}: SHA-256 {digest} does not match the published {ML100K_SHA256}; not using it"
             )
         os.replace(temporary, archive)
-    except OSError as error:  # URLError, timeouts and refused connections are all OSError
-        raise DataError(
-            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: {error}; "
-            "set COLDBREW_DATA to a folder that holds ml-100k/"
-        ) from error
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _fetch(url: str) -> bytes:
+    """The body at ``url`` (at most ``DOWNLOAD_LIMIT_BYTES``); any network failure a DataError."""
+    import http.client
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
+            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
+    except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, a cut transfer
+        detail = str(error) or type(error).__name__
+        raise DataError(
+            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: "
+            f"{detail}; set COLDBREW_DATA to a folder that holds ml-100k/"
+        ) from error
+    if len(payload) > DOWNLOAD_LIMIT_BYTES:
+        raise DataError(f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive")
+    return payload
 
 
 def _extract(archive: Path, destination: Path) -> None:

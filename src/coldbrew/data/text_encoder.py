@@ -12,10 +12,10 @@ text, so loading the same dataset again costs a file read and never loads the mo
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 import tempfile
-import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from coldbrew.errors import DataError
 ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2|mean-pool|l2-normalise|max-length-256"
 EMBEDDING_DIM = 384
 MAX_LENGTH = 256
+LOGGER = logging.getLogger(__name__)  # "coldbrew.data.text_encoder": silenced with "coldbrew"
 
 
 def encode_texts(
@@ -152,7 +153,7 @@ def _write_cache(path: Path, embeddings: torch.Tensor) -> None:
         os.replace(temporary, path)
         temporary = None
     except OSError as error:  # a read-only cache must not stop the load
-        warnings.warn(f"could not cache text embeddings in {path.parent}: {error}", stacklevel=3)
+        LOGGER.warning("could not cache text embeddings in %s: %s", path.parent, error)
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
