@@ -11,12 +11,12 @@ import pytest
 from coldbrew.cli import main
 from coldbrew.training.run_evaluation import evaluate_run
 
-TINY = ["--data", "synthetic", "--batch-size", "512", "--num-neg", "8", "--quiet"]
+TINY = ["--data", "synthetic:small", "--batch-size", "512", "--num-neg", "8", "--quiet"]
 
 
 def test_cli_train_then_evaluate_end_to_end(tmp_path, capsys):
     run = tmp_path / "cli"
-    argv = ["train", "--data", "synthetic", "--out", str(run), "--num_epoch=2"]
+    argv = ["train", "--data", "synthetic:small", "--out", str(run), "--num_epoch=2"]
     assert main([*argv, "--batch_size=512", "--num_neg=16", "--l_r=0.01", "--quiet"]) == 0
     capsys.readouterr()
     assert main(["evaluate", "--run", str(run), "--split", "test", "--json"]) == 0
@@ -112,7 +112,7 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
     ],
 )
 def test_bad_options_are_refused_before_anything_is_loaded(tmp_path, capsys, flags, message):
-    assert main(["train", "--data", "synthetic", *flags, "--out", str(tmp_path / "run")]) == 2
+    assert main(["train", "--data", "synthetic:small", *flags, "--out", str(tmp_path / "run")]) == 2
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
     assert not (tmp_path / "run").exists()
@@ -122,7 +122,7 @@ def test_yaml_preset_with_flag_override(tmp_path):
     preset = tmp_path / "preset.yaml"
     preset.write_text("num_neg: 8\nl_r: 0.02\nbatch_size: 256\nepochs: 1\nquiet: true\n")
     run = tmp_path / "run"
-    argv = ["train", "--config", str(preset), "--data", "synthetic", "--out", str(run)]
+    argv = ["train", "--config", str(preset), "--data", "synthetic:small", "--out", str(run)]
     assert main([*argv, "--num-neg", "4"]) == 0
     saved = json.loads((run / "results.json").read_text())["config"]
     assert (saved["clcrec"]["num_neg"], saved["lr"], saved["batch_size"]) == (4, 0.02, 256)
@@ -149,7 +149,7 @@ def test_resume_keeps_the_runs_own_settings_and_refuses_out(tmp_path, capsys):
 
 def test_a_non_finite_loss_is_reported_once(tmp_path, capsys):
     # a learning rate this large makes the loss overflow within the first epoch
-    argv = ["train", "--data", "synthetic", "--lr", "1e30", "--num-neg", "8", "--epochs", "2"]
+    argv = ["train", "--data", "synthetic:small", "--lr", "1e30", "--num-neg", "8", "--epochs", "2"]
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2
     captured = capsys.readouterr()
     assert (captured.out + captured.err).count("non-finite loss") == 1
@@ -157,7 +157,8 @@ def test_a_non_finite_loss_is_reported_once(tmp_path, capsys):
 
 def test_progress_bars_stay_out_of_redirected_output(tmp_path, capsys):
     assert (
-        main(["train", "--data", "synthetic", "--epochs", "1", "--out", str(tmp_path / "r")]) == 0
+        main(["train", "--data", "synthetic:small", "--epochs", "1", "--out", str(tmp_path / "r")])
+        == 0
     )
     captured = capsys.readouterr()
     assert "\r" not in captured.err and "\r" not in captured.out
@@ -178,11 +179,11 @@ def test_warnings_are_one_line_and_quiet_silences_them(capsys):
 
 
 def test_data_info_uses_the_training_seed_by_default(capsys):
-    assert main(["data", "info", "synthetic", "--json"]) == 0
+    assert main(["data", "info", "synthetic:small", "--json"]) == 0
     default = json.loads(capsys.readouterr().out)
-    assert main(["data", "info", "synthetic", "--seed", "1", "--json"]) == 0
+    assert main(["data", "info", "synthetic:small", "--seed", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == default
-    assert main(["data", "info", "synthetic", "--seed", "-3"]) == 2
+    assert main(["data", "info", "synthetic:small", "--seed", "-3"]) == 2
     assert "option 'seed' must be in" in capsys.readouterr().err
 
 
@@ -196,7 +197,7 @@ def test_data_info_uses_the_training_seed_by_default(capsys):
     ],
 )
 def test_bench_refuses_bad_options(capsys, flags, message):
-    assert main(["bench", "train", "--data", "synthetic", *flags]) == 2
+    assert main(["bench", "train", "--data", "synthetic:small", *flags]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -207,11 +208,16 @@ def test_bench_sample_needs_no_features(capsys):
 
 
 def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
-    assert main(["profile", "--data", "synthetic", "--trace", str(tmp_path / "no" / "x.json")]) == 2
+    assert (
+        main(["profile", "--data", "synthetic:small", "--trace", str(tmp_path / "no" / "x.json")])
+        == 2
+    )
     assert "folder" in capsys.readouterr().err
-    assert main(["tune", "--data", "synthetic", "--out", str(tmp_path)]) == 2
+    assert main(["tune", "--data", "synthetic:small", "--out", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
-    assert main(["tune", "--data", "synthetic", "--out", str(tmp_path / "no" / "a.yaml")]) == 2
+    assert (
+        main(["tune", "--data", "synthetic:small", "--out", str(tmp_path / "no" / "a.yaml")]) == 2
+    )
     assert "does not exist" in capsys.readouterr().err
 
 

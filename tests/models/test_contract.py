@@ -23,12 +23,12 @@ from coldbrew.training.run import build_trainer
 SMALL = {
     "clcrec": {"dim": 16, "hidden": 32, "num_neg": 8},
 }
-RUN = {"data": "synthetic", "batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu"}
+RUN = {"data": "synthetic:small", "batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu"}
 
 
 @pytest.fixture(scope="module")
 def dataset():
-    return load_dataset("synthetic", seed=4)
+    return load_dataset("synthetic:small", seed=4)
 
 
 def trainer_for(name: str, dataset, seed: int = 1):

@@ -215,10 +215,10 @@ def test_clcrec_term_uses_the_same_encoder_in_one_call():
 
 
 def test_training_with_the_term_reports_it(tmp_path):
-    dataset = load_dataset("synthetic", seed=3, num_users=200, num_items=120)
+    dataset = load_dataset("synthetic:small", seed=3, num_users=200, num_items=120)
     config = make_config(
         {
-            "data": "synthetic",
+            "data": "synthetic:small",
             "batch_size": 256,
             "num_neg": 8,
             "quiet": True,

@@ -32,7 +32,7 @@ FAST = [
     "--device",
     "cpu",
     "--data",
-    "synthetic",
+    "synthetic:small",
     "--batch-size",
     "128",
     "--num-neg",
@@ -88,7 +88,7 @@ def test_profile_table_ends_with_the_verdict(capsys):
 
 
 def test_phased_step_is_exactly_train_step():
-    dataset = load_dataset("synthetic", seed=2)
+    dataset = load_dataset("synthetic:small", seed=2)
     config = make_config({"batch_size": 64, "num_neg": 4, "dim": 8, "hidden": 16, "quiet": True})
     plain, phased = build_trainer(config, dataset), build_trainer(config, dataset)
     index = torch.arange(64)
@@ -242,7 +242,7 @@ def test_nvml_stats_from_a_driver(monkeypatch):
 
 @pytest.mark.gpu
 def test_profile_on_a_gpu_counts_syncs_and_reads_nvml(capsys):
-    argv = ["profile", "--data", "synthetic", "--batch-size", "1024", "--steps", "5"]
+    argv = ["profile", "--data", "synthetic:small", "--batch-size", "1024", "--steps", "5"]
     assert main([*argv, "--precision", "fp32", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     # fp32 has no GradScaler; negatives, loss, non-finite check and Adam stay on the device
@@ -258,7 +258,7 @@ def test_progress_bar_shows_gpu_stats_without_breaking_training(tmp_path, monkey
 
     monkeypatch.setattr(trainer_module, "show_progress", lambda config: True)  # no tty here
     config = make_config(
-        {"data": "synthetic", "epochs": 1, "batch_size": 64, "log_every": 1, "quiet": False}
+        {"data": "synthetic:small", "epochs": 1, "batch_size": 64, "log_every": 1, "quiet": False}
     )
     results = train(config, tmp_path / "run")
     assert results["epochs_run"] == 1

@@ -16,7 +16,7 @@ from coldbrew.perf.tune import Candidate, Deadline, choose, lr_advice, search_cp
 
 FAST = [
     "--data",
-    "synthetic",
+    "synthetic:small",
     "--num-neg",
     "8",
     "--dim",
@@ -194,7 +194,7 @@ def test_measure_turns_out_of_memory_into_a_result(monkeypatch):
 
     trainer = build_trainer(
         make_config({"dim": 8, "hidden": 16, "num_neg": 4, "quiet": True}),
-        load_dataset("synthetic"),
+        load_dataset("synthetic:small"),
     )
 
     def out_of_memory(index):

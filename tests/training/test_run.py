@@ -18,7 +18,7 @@ from coldbrew.training.run import resume_config, train, write_json
 from coldbrew.training.run_evaluation import evaluate_run
 
 FAST = {
-    "data": "synthetic",
+    "data": "synthetic:small",
     "batch_size": 512,
     "num_neg": 8,
     "lr": 0.01,
@@ -29,7 +29,7 @@ FAST = {
 
 @pytest.fixture(scope="module")
 def dataset():
-    return load_dataset("synthetic", seed=1)
+    return load_dataset("synthetic:small", seed=1)
 
 
 def test_resume_refuses_flags_that_change_data_split_or_model(dataset, tmp_path):
@@ -150,7 +150,7 @@ def test_evaluate_on_data_with_other_features_uses_those_features(dataset, tmp_p
     # carry other items' content, so cold scores (and metrics) must change
     from coldbrew.data import synthetic
 
-    shuffled = synthetic.load(seed=1)
+    shuffled = synthetic.load("synthetic:small", seed=1)
     permutation = np.random.default_rng(0).permutation(shuffled.num_items)
     shuffled.features = {name: f[permutation] for name, f in shuffled.features.items()}
     import coldbrew.training.run_evaluation as evaluation_module
@@ -189,7 +189,7 @@ def test_garbage_checkpoint_is_a_one_line_error_without_unsafe_advice(tmp_path):
 
 
 def test_evaluate_a_split_the_data_lacks_writes_nothing(tmp_path):
-    dataset = load_dataset("synthetic", seed=1)
+    dataset = load_dataset("synthetic:small", seed=1)
     dataset.splits.pop("test")
     train(make_config(FAST), tmp_path / "run", dataset=dataset)
     import coldbrew.training.run_evaluation as evaluation_module

@@ -17,7 +17,7 @@ from coldbrew.training.run_evaluation import evaluate_run
 from coldbrew.training.trainer import NonFiniteLoss
 
 FAST = {
-    "data": "synthetic",
+    "data": "synthetic:small",
     "batch_size": 512,
     "num_neg": 16,
     "lr": 0.01,
@@ -28,7 +28,7 @@ FAST = {
 
 @pytest.fixture(scope="module")
 def dataset():
-    return load_dataset("synthetic", seed=3)
+    return load_dataset("synthetic:small", seed=3)
 
 
 def test_training_beats_random_on_cold_items(dataset, tmp_path):
@@ -190,7 +190,7 @@ def test_final_results_reuse_the_best_epochs_validation(tmp_path, monkeypatch):
         return real(self, model, split, progress=progress)
 
     monkeypatch.setattr(RecommendationTask, "evaluate", counting)
-    config = make_config({"data": "synthetic", "epochs": 2, "quiet": True, "num_neg": 8})
+    config = make_config({"data": "synthetic:small", "epochs": 2, "quiet": True, "num_neg": 8})
     results = train(config, tmp_path / "run")
     assert evaluated == ["val", "val", "test"]  # one validation per epoch, then test once
     best = results["history"][results["best_epoch"] - 1]

@@ -52,6 +52,7 @@ def handler(command: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     try:
         with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
             return handler(args.command)(args)

@@ -56,6 +56,14 @@ def add_parsers(commands) -> None:
     train.add_argument(
         "--resume", metavar="RUN_DIR", help="continue a stopped run from its last checkpoint"
     )
+    train.add_argument(
+        "--nproc",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train in N processes (DDP): runs torchrun --standalone --nproc-per-node N "
+        "-m coldbrew train with the other options",
+    )
     add_config_options(train)
 
     evaluate = commands.add_parser(
@@ -86,6 +94,10 @@ def add_parsers(commands) -> None:
     evaluate.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def default_run_dir(model: str) -> str:
+    return f"runs/{model}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
 def print_metrics_table(metrics: dict) -> None:
     for split, groups in metrics.items():
         for group, values in groups.items():
@@ -106,17 +118,55 @@ def train_config(args: argparse.Namespace):
     return make_config(preset, Flags(flags))
 
 
+def launch_with_torchrun(args: argparse.Namespace) -> int:
+    """``coldbrew train --nproc N ...`` is ``torchrun --standalone --nproc-per-node N -m
+    coldbrew train ...``: the standard launcher, with every other option passed through."""
+    import os
+    import subprocess
+    import sys
+
+    if args.nproc < 1:
+        raise ColdbrewError(f"--nproc must be at least 1, not {args.nproc}")
+    passed, skip = [], False
+    for item in args.raw_argv:
+        if skip:
+            skip = False
+        elif item == "--nproc":
+            skip = True
+        elif not item.startswith("--nproc="):
+            passed.append(item)
+    if not args.out and not args.resume:  # one name for every rank
+        passed += ["--out", default_run_dir(train_config(args).model)]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += [f"--nproc-per-node={args.nproc}", "-m", "coldbrew", *passed]
+    return subprocess.run(command, env=dict(os.environ)).returncode
+
+
 def run_train(args: argparse.Namespace) -> int:
+    import os
+
     from coldbrew.training.run import train
 
+    if args.nproc is not None and "RANK" not in os.environ:
+        return launch_with_torchrun(args)
     config = train_config(args)
     run_dir = args.resume or args.out
     if not run_dir:
-        run_dir = f"runs/{config.model}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if "RANK" in os.environ:
+            raise ColdbrewError(
+                "with several processes, give --out RUN_DIR (one name for all ranks)"
+            )
+        run_dir = default_run_dir(config.model)
         if not config.quiet:
             print(f"no --out given: writing the run to {run_dir}")
-    results = train(config, run_dir, resume=bool(args.resume))
-    if not config.quiet:
+    from coldbrew.training.distributed import Distributed
+
+    distributed = Distributed.from_environment()
+    try:
+        results = train(config, run_dir, resume=bool(args.resume), distributed=distributed)
+    finally:
+        distributed.stop()
+    if not config.quiet and distributed.is_main:
         print_metrics_table(results["metrics"])
         timing = results["timing"]
         print(

@@ -25,6 +25,8 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, make_runtime
 from coldbrew.training.checkpoint import BEST, LAST, RunLock, atomic_write, load_checkpoint
+from coldbrew.training.distributed import Distributed
+from coldbrew.training.run_dir import absolute_data, check_new_run_dir, check_out_dir
 from coldbrew.training.trainer import NonFiniteLoss, Trainer
 
 RESULTS = "results.json"
@@ -95,44 +97,19 @@ def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
     A run's documented process-wide step: torch's global RNG is seeded with ``config.seed``
     here, then draws the model's initial weights and, during training, the sample order and
     everything random in a step. ``options`` go to ``Trainer`` (``run_dir``, ``log``,
-    ``on_epoch_end``).
+    ``on_epoch_end``, ``distributed``: this process's place in a ``torchrun`` launch, whose
+    process group is joined here).
     """
     from coldbrew.models import build_model
     from coldbrew.tasks import build_task
 
+    distributed = options.setdefault("distributed", Distributed())
     torch.manual_seed(config.seed)
-    runtime = make_runtime(config.device, config.precision)
+    runtime = make_runtime(distributed.device_name(config.device), config.precision)
+    distributed.start(runtime.device)
     task = build_task(model_spec(config.model).task, dataset, config, runtime.device)
     model = build_model(config.model, dataset, config)
     return Trainer(model, task, config, runtime, **options)
-
-
-def check_out_dir(run_dir: Path) -> None:
-    """A run directory that can be created and written, checked before anything is loaded."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ColdbrewError(f"--out {run_dir} is a file, not a directory")
-    existing = run_dir
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise ColdbrewError(f"cannot write the run directory {run_dir}: {existing} is not writable")
-
-
-def check_new_run_dir(run_dir: Path) -> None:
-    check_out_dir(run_dir)
-    if run_dir.exists() and any(p.name != ".lock" for p in run_dir.iterdir()):
-        raise ColdbrewError(
-            f"{run_dir} already exists and is not empty; pass --resume {run_dir} or choose another --out"
-        )
-
-
-def absolute_data(config: TrainConfig) -> TrainConfig:
-    """The run records its data as an absolute path (a name such as ml-100k stays a name), so
-    evaluate and --resume work from any folder."""
-    path = Path(config.data).expanduser()
-    if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
-        config.data = str(path.resolve())
-    return config
 
 
 def train(
@@ -142,26 +119,58 @@ def train(
     resume: bool = False,
     dataset: Dataset | None = None,
     on_epoch_end=None,
+    distributed: Distributed | None = None,
 ) -> dict:
     """Train, evaluate the best checkpoint on val and test, write results.json; return it.
 
     With ``resume``, ``config`` should be the run's own (``resume_config`` reads it back) so the
     continued run trains exactly as the interrupted one would have. A run directory with a
     configuration but no checkpoint (stopped in its first epoch) starts again from epoch 1.
+
+    Under ``torchrun`` (``RANK`` set) every process calls this; rank 0 alone checks and writes
+    the run directory, and a worker restarted by ``torchrun --max-restarts`` resumes the run
+    from ``last.pt``.
     """
+    distributed = distributed or Distributed.from_environment()
     run_dir = Path(run_dir)
-    if resume:
-        if not (run_dir / CONFIG).exists():
-            raise ColdbrewError(f"cannot resume: {run_dir / CONFIG} does not exist")
-        check_out_dir(run_dir)
+    if restarted_by_torchrun() and (run_dir / CONFIG).exists():
+        resume = True
+    main = distributed.is_main
+    if main:
+        check_run_dir(run_dir, resume)
+    if not resume:
+        config = absolute_data(config)
+    if resume and main:
         with RunLock(run_dir):  # a second process on the run fails here, before loading data
-            dataset = dataset if dataset is not None else load_run_dataset(config)
-            trainer = build_trainer(config, dataset, on_epoch_end=on_epoch_end)
-            return _train_locked(trainer, dataset, run_dir, resume)
-    check_new_run_dir(run_dir)
-    config = absolute_data(config)
+            return _load_build_and_train(
+                config, dataset, run_dir, resume, on_epoch_end, distributed
+            )
+    return _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed)
+
+
+def restarted_by_torchrun() -> bool:
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
+
+
+def check_run_dir(run_dir: Path, resume: bool) -> None:
+    if not resume:
+        check_new_run_dir(run_dir)
+        return
+    if not (run_dir / CONFIG).exists():
+        raise ColdbrewError(f"cannot resume: {run_dir / CONFIG} does not exist")
+    check_out_dir(run_dir)
+
+
+def _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed) -> dict:
     dataset = dataset if dataset is not None else load_run_dataset(config)
-    trainer = build_trainer(config, dataset, on_epoch_end=on_epoch_end)  # refusals come here
+    options = {"on_epoch_end": on_epoch_end, "distributed": distributed}
+    trainer = build_trainer(config, dataset, **options)  # refusals come here
+    if not distributed.is_main:
+        trainer.log = lambda line: None
+        distributed.barrier()  # rank 0 prepares the run directory
+        return _fit_and_finish(trainer, dataset, run_dir, resume, trainer.log, None)
+    if resume:
+        return _train_locked(trainer, dataset, run_dir, resume)
     run_dir.mkdir(parents=True, exist_ok=True)  # only once data and model are known to be good
     with RunLock(run_dir):
         return _train_locked(trainer, dataset, run_dir, resume)
@@ -178,6 +187,8 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
                 print(line, flush=True)
 
         trainer.run_dir, trainer.log = run_dir, log
+        write_text(config_yaml(config), run_dir / CONFIG)  # on resume: new epochs, device ...
+        trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
 
 
@@ -191,7 +202,6 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         log(f"resuming {run_dir} after epoch {trainer.state.epoch}")
     elif resume:
         log(f"{run_dir} has no checkpoint yet: starting it again from epoch 1 with its config")
-    write_text(config_yaml(config), run_dir / CONFIG)  # on resume: with the new epochs, device ...
     log(
         f"training {config.model} on {dataset.name}: {dataset.num_users} users, {dataset.num_items} items, "
         f"{dataset.num_train} interactions, device {trainer.runtime.device} ({trainer.runtime.precision})"
@@ -204,8 +214,12 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
             stopped = "early_stop"
     except NonFiniteLoss as error:
         stopped, failure = "non_finite", error
-        log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
-    results = finish_run(trainer, dataset, run_dir, stopped, time.perf_counter() - started)
+        if log_file is not None:
+            log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
+    results = None
+    if trainer.distributed.is_main:
+        results = finish_run(trainer, dataset, run_dir, stopped, time.perf_counter() - started)
+    results = trainer.distributed.broadcast(results)
     if failure is not None:
         raise failure
     return results

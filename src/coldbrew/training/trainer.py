@@ -8,10 +8,15 @@ the optimizer and the schedule. Loss terms and a non-finite flag accumulate on t
 are read once per epoch. Then ``task.evaluate(model, "val")``, the best checkpoint by the
 task's monitored metric, early stopping after ``patience`` evaluations without improvement.
 
-Randomness: the sample order and everything drawn inside a step (negatives, dropout, CLCRec's
-content mix) come from the global torch RNG, which the run seeds before it builds the model
-(``coldbrew.training.run.build_trainer``) and checkpoints restore, so a resumed run continues
-the same stream.
+Randomness, one process: the sample order and everything drawn inside a step (negatives,
+dropout, CLCRec's content mix) come from the global torch RNG, which the run seeds before it
+builds the model (``coldbrew.training.run.build_trainer``) and checkpoints restore, so a
+resumed run continues the same stream. Several processes (``training/distributed.py``): the
+order comes from a generator seeded by (seed, epoch), the same on every rank, and each rank
+reseeds its step RNG from (seed, epoch, rank) at every epoch.
+
+Memory safety (``training/memory_safety.py``): a step that runs out of memory is redone with
+half the micro-batch and twice the micro-steps, from the same RNG state.
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ from coldbrew.models.base import LossOutput
 from coldbrew.system.runtime import Runtime, rng_state, set_rng_state
 from coldbrew.tasks.base import Metrics, Task
 from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
+from coldbrew.training.distributed import Distributed
+from coldbrew.training.memory_safety import (
+    FaultInjector,
+    OutOfMemory,
+    free_after_out_of_memory,
+    memory_figures,
+)
 from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_note
 
 
@@ -74,17 +86,22 @@ class Trainer:
         run_dir: Path | None = None,
         log: Callable[[str], None] = print,
         on_epoch_end: Callable[[TrainState], None] | None = None,
+        distributed: Distributed | None = None,
     ):
         self.config, self.task, self.runtime = config, task, runtime
+        self.distributed = distributed or Distributed()
         self.run_dir = Path(run_dir) if run_dir else None
         self.log, self.on_epoch_end = log, on_epoch_end
         self.model = model.to(runtime.device)
-        self.step_samples = config.batch_size * config.grad_accum
+        self.micro_batch = config.batch_size  # halved by out-of-memory recovery
+        # one optimizer step: batch_size x grad_accum samples on each of world_size ranks
+        self.step_samples = config.batch_size * config.grad_accum * self.distributed.world_size
         self.steps_per_epoch = math.ceil(task.num_samples() / self.step_samples)
         self.optimizer = build_optimizer(self.model, config)
         self.scheduler = build_scheduler(self.optimizer, config, self.steps_per_epoch)
-        self.loss_fn = torch.compile(self.model) if config.compile else self.model
-        self.order: torch.Generator | None = None  # None: the global RNG orders the samples
+        self.wrapped = self.distributed.wrap(self.model, runtime.device)
+        self.loss_fn = torch.compile(self.wrapped) if config.compile else self.wrapped
+        self.faults = FaultInjector()
         self.state = TrainState()
 
     # ------------------------------------------------------------------ one step
@@ -117,26 +134,63 @@ class Trainer:
         self.state.optimizer_steps += 1
 
     def train_step(self, index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One optimizer step over samples ``index``: micro-batches of ``batch_size``, each
-        loss weighted by its share of the samples, so the gradient is the step's mean."""
+        """One optimizer step over the global step's samples ``index`` (this rank takes its
+        slice): micro-batches of ``micro_batch``, each loss weighted by its share of the
+        global step, so the gradient is the step's mean whatever the split. Out of memory: the
+        step is redone with half the micro-batch, from the same RNG state."""
+        rng = rng_state()  # host-side copies of the generators' state: no device sync
+        while True:
+            try:
+                self.faults.check(self.state.optimizer_steps)
+                result = self._accumulate(index)
+                break
+            except torch.OutOfMemoryError:
+                failed = True
+            if failed:  # outside the except block: its traceback no longer holds the tensors
+                self._recover_from_out_of_memory(rng)
+        self.optimizer_step()
+        return result
+
+    def _accumulate(self, index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         self.optimizer.zero_grad(set_to_none=True)
-        parts = index.split(self.config.batch_size)
+        local = self.distributed.shard(index)
+        global_size = max(len(index), self.distributed.world_size)
+        parts = local.split(self.micro_batch)
         total, terms = torch.zeros((), device=index.device), {}
-        for part in parts:
-            share = len(part) / len(index)
-            output = self.forward(self.make_batch(part))
-            self.backward(output.total * share)
+        for number, part in enumerate(parts):
+            # the rank's share of the global mean; DDP divides the summed gradient by world size
+            share = len(part) * self.distributed.world_size / global_size
+            with self.distributed.no_sync(self.wrapped, skip=number < len(parts) - 1):
+                output = self.forward(self.make_batch(part))
+                self.backward(output.total * share)
             total = total + output.total.detach().float() * share
             for name, value in output.terms.items():
                 terms[name] = terms.get(name, 0) + value.detach().float() * share
-        self.optimizer_step()
         return total, terms
+
+    def _recover_from_out_of_memory(self, rng: dict) -> None:
+        device = self.runtime.device
+        free_after_out_of_memory(self.optimizer, device)
+        if self.micro_batch == 1:  # last.pt is still the last completed epoch's
+            raise OutOfMemory(
+                f"out of memory at optimizer step {self.state.optimizer_steps} with a micro-batch "
+                f"of 1 sample ({memory_figures(device)}); no smaller step is possible"
+            )
+        before = self.micro_batch
+        self.micro_batch = max(1, before // 2)
+        micro_steps = -(-self.config.batch_size * self.config.grad_accum // self.micro_batch)
+        self.log(
+            f"out of memory at optimizer step {self.state.optimizer_steps}: micro-batch "
+            f"{before} -> {self.micro_batch}, {micro_steps} micro-steps per optimizer step "
+            "(the effective batch is unchanged); redoing the step"
+        )
+        set_rng_state(rng)
 
     # ------------------------------------------------------------------ one epoch
     def train_epoch(self) -> dict[str, float]:
         config, device = self.config, self.runtime.device
         count = self.task.num_samples()
-        order = self.task.epoch_order(self.order)
+        order = self.task.epoch_order(self._epoch_generator())
         sums: dict[str, torch.Tensor] = {}
         first_bad_step = torch.full((), -1, dtype=torch.long, device=device)
         epoch = self.state.epoch + 1
@@ -162,14 +216,28 @@ class Trainer:
                 bar.update(min(count, start + self.step_samples) - bar.n)
         bar.update(count - bar.n)
         bar.close()
-        bad_step = int(first_bad_step)  # one read per epoch
-        if bad_step >= 0:
-            raise NonFiniteLoss(
-                f"non-finite loss at epoch {epoch}, step {bad_step}; stopped training"
-            )
+        # one read per epoch; every rank stops if any saw a non-finite loss
+        flagged = int(self.distributed.sum((first_bad_step >= 0).long()))
+        if flagged:
+            bad_step = int(first_bad_step)
+            where = f"step {bad_step}" if bad_step >= 0 else "a step"
+            if self.distributed.enabled:
+                where += f" on {flagged} of {self.distributed.world_size} ranks"
+            raise NonFiniteLoss(f"non-finite loss at epoch {epoch}, {where}; stopped training")
         self.state.samples_seen += count
-        means = (torch.stack(list(sums.values())) / steps).tolist()  # one transfer for every term
-        return dict(zip(sums, means, strict=True))
+        means = torch.stack(list(sums.values())) / steps
+        means = self.distributed.sum(means) / self.distributed.world_size
+        return dict(zip(sums, means.tolist(), strict=True))  # one transfer for every term
+
+    def _epoch_generator(self) -> torch.Generator | None:
+        """One process: None (the global RNG orders the samples, as it always has). Several:
+        a generator seeded by (seed, epoch) on every rank, and this rank's step RNG reseeded."""
+        if not self.distributed.enabled:
+            return None
+        seed, epoch = self.config.seed, self.state.epoch
+        torch.manual_seed(self.distributed.step_seed(seed, epoch))
+        generator = torch.Generator(device=self.runtime.device)
+        return generator.manual_seed(self.distributed.order_seed(seed, epoch))
 
     def _gpu_postfix(self, bar) -> None:
         """GPU utilisation and memory next to the bar's samples/s (NVML reads: no device sync)."""
@@ -196,7 +264,7 @@ class Trainer:
         }
 
     def save(self, name: str) -> None:
-        if self.run_dir is not None:
+        if self.run_dir is not None and self.distributed.is_main:
             save_checkpoint(self.checkpoint_payload(), self.run_dir / name)
 
     def resume(self, path: Path) -> None:
@@ -259,10 +327,18 @@ class Trainer:
             torch.cuda.synchronize()
         self.state.train_seconds += time.perf_counter() - started
         started = time.perf_counter()
-        metrics = self.task.evaluate(self.model, "val", progress=show_progress(self.config))
+        metrics = self.evaluate("val")
         self.state.eval_seconds += time.perf_counter() - started
         self.state.epoch += 1
         return losses, metrics
+
+    def evaluate(self, split: str) -> Metrics:
+        """The task's metrics of the model on ``split``; with several processes, rank 0's,
+        sent to every rank, so all agree on the best epoch and on early stopping."""
+        metrics = None
+        if self.distributed.is_main:
+            metrics = self.task.evaluate(self.model, split, progress=show_progress(self.config))
+        return self.distributed.broadcast(metrics)
 
     def stopped_early(self) -> bool:
         return self.state.epochs_without_improvement >= self.config.patience
