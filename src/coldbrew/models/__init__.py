@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Batch, LossOutput, Recommender
+from coldbrew.models.base import Batch, ForecastBatch, LossOutput, Recommender
 
 
 def build_model(name: str, dataset, config) -> Recommender:
@@ -29,4 +29,4 @@ def build_model(name: str, dataset, config) -> Recommender:
     raise ColdbrewError(f"unknown model {name!r}; available: clcrec")
 
 
-__all__ = ["Batch", "LossOutput", "Recommender", "build_model"]
+__all__ = ["Batch", "ForecastBatch", "LossOutput", "Recommender", "build_model"]
