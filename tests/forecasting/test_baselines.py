@@ -11,6 +11,7 @@ import torch
 from coldbrew.errors import ColdbrewError
 from coldbrew.forecasting.baselines import (
     default_statistical_model,
+    median,
     moving_average,
     naive,
     seasonal_naive,
@@ -50,8 +51,16 @@ def test_moving_average_of_the_last_days():
     assert moving_average(INPUTS, 2, length=3).tolist() == [[6, 6], [2, 2]]
 
 
+def test_median_of_the_window():
+    # row 0 sorted: 1 2 3 4 5 6 7 9 9 9 -> middle values 5 and 6 -> 5.5
+    # row 1 sorted: 0 0 0 0 0 0 0 0 2 4 -> 0; an odd window [3, 1, 2] -> 2
+    assert median(INPUTS, 2).tolist() == [[5.5, 5.5], [0, 0]]
+    assert median(torch.tensor([[3, 1, 2]]), 1).tolist() == [[2.0]]
+
+
 def test_named_dispatch_and_bad_requests():
     assert torch.equal(simple_baseline("naive", INPUTS, 2), naive(INPUTS, 2))
+    assert torch.equal(simple_baseline("median", INPUTS, 2), median(INPUTS, 2))
     assert torch.equal(
         simple_baseline("moving_average", INPUTS, 2, length=3), moving_average(INPUTS, 2, 3)
     )

@@ -123,11 +123,11 @@ def test_baselines_share_the_windows_and_the_form():
 
 
 def test_default_baselines_follow_the_series_kind():
-    simple = ("naive", "seasonal_naive", "moving_average")
+    simple = ("naive", "seasonal_naive", "moving_average", "median")
     kinds = {kind: default_baselines(kind) for kind in ("item", "genre")}
-    assert kinds["item"][:3] == simple and kinds["genre"][:3] == simple
-    if len(kinds["item"]) == 4:  # statsforecast installed
-        assert kinds["item"][3] == "croston" and kinds["genre"][3] == "auto_ets"
+    assert kinds["item"][:4] == simple and kinds["genre"][:4] == simple
+    if len(kinds["item"]) == 5:  # statsforecast installed
+        assert kinds["item"][4] == "croston" and kinds["genre"][4] == "auto_ets"
 
 
 def test_statistical_baseline_through_the_task():
@@ -178,3 +178,9 @@ def test_ml100k_task_from_data():
     assert task.num_samples() == 19 * 123
     metrics = evaluate_baselines(task, "val", ["naive"])["naive"]
     assert metrics["counts"]["windows"] == 19 * 22
+
+
+def test_default_config():
+    task = ForecastingTask(synthetic_series(2, 100, seed=0))
+    assert (task.config.window, task.config.horizon, task.config.val_days) == (30, 7, 28)
+    assert task.num_samples() == 2 * len(range(30, 100 - 56 - 7 + 1))

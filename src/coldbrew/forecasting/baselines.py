@@ -5,7 +5,10 @@ From a window's inputs ``x`` (``(N, window)``, ``x[:, -1]`` the day before the o
 * ``naive``: every step is the last observed day, ``x[-1]``;
 * ``seasonal_naive``: step ``h`` (1-based) repeats the same weekday of the last observed week,
   ``x[window - season + (h - 1) % season]``;
-* ``moving_average``: every step is the mean of the last ``length`` days.
+* ``moving_average``: every step is the mean of the last ``length`` days;
+* ``median``: every step is the median of the whole window (the mean of the two middle values
+  for an even window). MAE is minimised by the median, and unlike the mean it is not dragged
+  up by one burst day: on ML-100K this is the level forecast to beat.
 
 Statistical models come from statsforecast (the optional ``[stats]`` extra, imported lazily):
 ``auto_ets`` (``AutoETS``, weekly season, model chosen by AICc) and ``croston``
@@ -27,7 +30,7 @@ import torch
 from coldbrew.errors import ColdbrewError
 from coldbrew.forecasting.config import SEASON
 
-SIMPLE_BASELINES = ("naive", "seasonal_naive", "moving_average")
+SIMPLE_BASELINES = ("naive", "seasonal_naive", "moving_average", "median")
 STATISTICAL_MODELS = ("auto_ets", "croston")
 
 
@@ -52,6 +55,11 @@ def moving_average(inputs: torch.Tensor, horizon: int, length: int = 7) -> torch
     return inputs[:, -length:].float().mean(dim=1, keepdim=True).expand(-1, horizon)
 
 
+def median(inputs: torch.Tensor, horizon: int) -> torch.Tensor:
+    """``(N, horizon)``: the median of the window repeated."""
+    return inputs.float().quantile(0.5, dim=1, keepdim=True).expand(-1, horizon)
+
+
 def simple_baseline(
     name: str, inputs: torch.Tensor, horizon: int, *, season: int = SEASON, length: int = 7
 ) -> torch.Tensor:
@@ -62,6 +70,8 @@ def simple_baseline(
         return seasonal_naive(inputs, horizon, season)
     if name == "moving_average":
         return moving_average(inputs, horizon, length)
+    if name == "median":
+        return median(inputs, horizon)
     raise ColdbrewError(f"unknown baseline {name!r}; available: {', '.join(SIMPLE_BASELINES)}")
 
 

@@ -49,10 +49,12 @@ class ForecastingTask(Task):
         config: ForecastConfig | None = None,
         *,
         device: torch.device | str = "cpu",
-        eval_batch_size: int = 16384,
+        eval_batch_size: int = 8192,
     ) -> None:
+        """``config`` defaults to ``ForecastConfig()``; its ``series`` field is read only by
+        ``from_data`` (the series are given here)."""
         self.series = series
-        self.config = config or ForecastConfig(series=series.kind)
+        self.config = config or ForecastConfig()
         self.device = torch.device(device)
         self.eval_batch_size = eval_batch_size
         self.monitor = Monitor("all", "mae", "min")
