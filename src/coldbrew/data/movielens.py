@@ -77,17 +77,13 @@ def load(
     """
     check_options(path.name, options, LOADER_OPTIONS)
     notes: list[str] = []
-    genre_names = _genre_names(path / "u.genre")
+    genre_names = read_genre_names(path / "u.genre")
     item_ids, titles, genres = read_items(path / "u.item", genre_names)
     users, items = read_ratings(path / "u.data")
-    user_ids = _user_catalogue(path, users, notes)
+    user_ids = user_catalogue(path, users, notes)
     known_user = np.isin(users, user_ids)
     users, items = users[known_user], items[known_user]
-    positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
-    if (item_ids[positions] != items).any():
-        raise DataError(
-            f"{path / 'u.data'}: item {int(items[item_ids[positions] != items][0])} is not in u.item"
-        )
+    positions = item_positions(item_ids, items, path / "u.data")
     pairs = np.unique(np.searchsorted(user_ids, users) * len(item_ids) + positions)
     shape = (len(user_ids), len(item_ids))
     split = split_cold_start(
@@ -170,7 +166,17 @@ def _split_warm_per_user(users: np.ndarray, rng: np.random.Generator) -> np.ndar
     return part
 
 
-def _user_catalogue(path: Path, users: np.ndarray, notes: list[str]) -> np.ndarray:
+def item_positions(item_ids: np.ndarray, items: np.ndarray, source: Path) -> np.ndarray:
+    """Internal indices of source ``items`` in the sorted ``item_ids``; an unknown item is an error."""
+    positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
+    if (item_ids[positions] != items).any():
+        raise DataError(
+            f"{source}: item {int(items[item_ids[positions] != items][0])} is not in u.item"
+        )
+    return positions
+
+
+def user_catalogue(path: Path, users: np.ndarray, notes: list[str]) -> np.ndarray:
     """Users of ``u.user`` when present (noting ratings by anyone else), else of ``u.data``."""
     if not (path / "u.user").is_file():
         return np.unique(users)
@@ -206,6 +212,18 @@ def _read_ids(path: Path) -> np.ndarray:
 
 def read_ratings(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """``(users, items)`` of ``u.data`` (``user item rating timestamp``, whitespace-separated)."""
+    rows = read_rating_rows(path)
+    return rows[:, 0].copy(), rows[:, 1].copy()
+
+
+def read_timestamped_ratings(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(users, items, timestamps)`` of ``u.data``; timestamps are Unix seconds (UTC)."""
+    rows = read_rating_rows(path)
+    return rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 3].copy()
+
+
+def read_rating_rows(path: Path) -> np.ndarray:
+    """Every ``u.data`` line as ``(ratings, 4)`` int64 ``user, item, rating, timestamp``."""
     text = "\n".join(_read_lines(path)).strip()
     if not text:
         raise DataError(f"{path}: empty file")
@@ -215,7 +233,7 @@ def read_ratings(path: Path) -> tuple[np.ndarray, np.ndarray]:
             values = np.fromstring(text, dtype=np.int64, sep=" ")
             rows = sum(1 for line in text.split("\n") if line.strip())
             if len(values) == 4 * rows:
-                return values[0::4].copy(), values[1::4].copy()
+                return values.reshape(rows, 4)
         except (ValueError, DeprecationWarning):
             pass
     for number, line in enumerate(text.split("\n"), start=1):  # find the line to blame
@@ -226,8 +244,7 @@ def read_ratings(path: Path) -> tuple[np.ndarray, np.ndarray]:
             raise DataError(
                 f"{path}, line {number}: expected 4 integers 'user item rating timestamp', got {line!r}"
             )
-    values = np.array(text.split(), dtype=np.int64).reshape(-1, 4)  # (ratings, 4)
-    return values[:, 0].copy(), values[:, 1].copy()
+    return np.array(text.split(), dtype=np.int64).reshape(-1, 4)  # (ratings, 4)
 
 
 def read_items(item_path: Path, names: list[str]) -> tuple[np.ndarray, list[str], list[list[str]]]:
@@ -259,7 +276,7 @@ def read_items(item_path: Path, names: list[str]) -> tuple[np.ndarray, list[str]
     return item_ids, [by_id[i][0] for i in item_ids], [by_id[i][1] for i in item_ids]
 
 
-def _genre_names(path: Path) -> list[str]:
+def read_genre_names(path: Path) -> list[str]:
     """Genre names in flag order from ``u.genre`` (``name|index``), else the published 19."""
     if not path.is_file():
         return list(GENRES)

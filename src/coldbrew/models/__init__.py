@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Batch", "LossOutput", "Recommender", "build_model"]
+__all__ = ["Batch", "ForecastBatch", "LossOutput", "Recommender", "build_model"]
 
 
 def build_model(name: str, dataset: Any, config: Any) -> Any:
@@ -20,7 +20,7 @@ def build_model(name: str, dataset: Any, config: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Batch", "LossOutput", "Recommender"):
+    if name in ("Batch", "ForecastBatch", "LossOutput", "Recommender"):
         from coldbrew.models import base
 
         return getattr(base, name)

@@ -30,6 +30,17 @@ class Batch:
 
 
 @dataclass
+class ForecastBatch:
+    """One forecasting step's windows: scaled inputs and the targets that follow them."""
+
+    inputs: torch.Tensor  # (B, window) or (B, window, features) float
+    targets: torch.Tensor  # (B, horizon) float
+
+    def __len__(self) -> int:
+        return self.inputs.shape[0]
+
+
+@dataclass
 class LossOutput:
     """The total loss to minimise and its named terms (device tensors, never read in the step)."""
 
