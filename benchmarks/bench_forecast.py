@@ -61,7 +61,7 @@ def harness_train(task: ForecastingTask, seed: int, args: argparse.Namespace) ->
         rounds += 1
         for _ in range(round_steps):
             index = torch.randint(task.num_samples(), (args.batch_size,), generator=generator)
-            loss = model(task.make_batch(index, generator)).total
+            loss = model(task.make_batch(index)).total
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -169,7 +169,7 @@ def throughput(task: ForecastingTask, args: argparse.Namespace, common: dict) ->
 
         def step(model=model, optimizer=optimizer, generator=generator, size=batch_size):
             index = torch.randint(task.num_samples(), (size,), generator=generator)
-            loss = model(task.make_batch(index, generator)).total
+            loss = model(task.make_batch(index)).total
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

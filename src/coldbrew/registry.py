@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.forecasting.config import LSTMOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 
 
@@ -20,7 +21,7 @@ class ModelSpec:
     name: str
     config: type  # the model's options (a dataclass of ``option`` fields)
     builder: str  # "module:function" taking (dataset, TrainConfig)
-    task: str  # the task that feeds it: "recommendation"
+    task: str  # the task that feeds it: "recommendation" or "forecasting"
     summary: str
     # options set for evaluation only: training-only parts need not be built to score
     evaluation_overrides: dict[str, Any] = field(default_factory=dict)
@@ -38,6 +39,13 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
         evaluation_overrides={"neighbor_loss": False},
+    ),
+    "lstm": ModelSpec(
+        "lstm",
+        LSTMOptions,
+        "coldbrew.models.lstm:build",
+        "forecasting",
+        "LSTM forecaster of daily interaction counts (coldbrew forecast)",
     ),
 }
 

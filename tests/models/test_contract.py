@@ -2,9 +2,9 @@
 
 For each model in the registry: ``forward(batch)`` is the loss (a scalar and named scalar
 terms); training lowers it; the same seed gives the same parameters (one thread); a checkpoint
-round trip scores identically; cold items are scored from their content (moving content
-between cold items moves their scores with it). A model registered without an entry in
-``SMALL`` fails here until it gets one.
+round trip predicts identically. Recommenders also: cold items are scored from their content
+(moving content between cold items moves their scores with it). A model registered without an
+entry in ``SMALL`` fails here until it gets one.
 """
 
 from __future__ import annotations
@@ -13,26 +13,42 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.models.base import LossOutput
 from coldbrew.registry import MODELS
-from coldbrew.training.run import build_trainer
+from coldbrew.training.run import build_trainer, load_run_dataset
 
-# small, fast settings per registered model
+# small, fast settings per registered model, data included
 SMALL = {
-    "clcrec": {"dim": 16, "hidden": 32, "num_neg": 8},
+    "clcrec": {"data": "synthetic:small", "dim": 16, "hidden": 32, "num_neg": 8},
+    "lstm": {"data": "synthetic:series=3,days=100", "window": 14, "hidden": 16, "layers": 1},
 }
-RUN = {"data": "synthetic:small", "batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu"}
+RUN = {"batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu", "seed": 4}
+RECOMMENDERS = sorted(name for name, spec in MODELS.items() if spec.task == "recommendation")
+
+
+def settings(name: str, seed: int = 1):
+    return make_config({**RUN, "model": name, **SMALL[name], "seed": seed})
 
 
 @pytest.fixture(scope="module")
-def dataset():
-    return load_dataset("synthetic:small", seed=4)
+def data():
+    """Each model's data, loaded once (the seed of its split stays 4)."""
+    return {
+        name: load_run_dataset(make_config({**RUN, "model": name, **SMALL[name]})) for name in SMALL
+    }
 
 
-def trainer_for(name: str, dataset, seed: int = 1):
-    return build_trainer(make_config({**RUN, "model": name, "seed": seed, **SMALL[name]}), dataset)
+def trainer_for(name: str, data, seed: int = 1):
+    return build_trainer(settings(name, seed), data[name] if isinstance(data, dict) else data)
+
+
+def predictions(trainer, rows: int = 20) -> torch.Tensor:
+    """What the model outputs for evaluation: scores of users, or forecasts of windows."""
+    if MODELS[trainer.config.model].task == "recommendation":
+        return trainer.model.score_users(torch.arange(rows))
+    with torch.no_grad():
+        return trainer.model.predict(trainer.task.make_batch(torch.arange(rows)).inputs)
 
 
 def test_every_registered_model_has_small_settings():
@@ -40,21 +56,27 @@ def test_every_registered_model_has_small_settings():
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_forward_is_the_loss_with_named_terms(name, dataset):
-    trainer = trainer_for(name, dataset)
+def test_forward_is_the_loss_with_named_terms(name, data):
+    trainer = trainer_for(name, data)
     batch = trainer.task.make_batch(torch.arange(32))
     output = trainer.model(batch)
     assert isinstance(output, LossOutput)
     assert output.total.shape == () and output.total.requires_grad
     assert output.terms and all(value.shape == () for value in output.terms.values())
-    scores = trainer.model.score_users(torch.arange(5))
-    assert scores.shape == (5, dataset.num_items)
+    assert predictions(trainer, 5).shape[0] == 5
+
+
+@pytest.mark.parametrize("name", RECOMMENDERS)
+def test_recommenders_score_every_item(name, data):
+    trainer = trainer_for(name, data)
+    dataset = data[name]
+    assert trainer.model.score_users(torch.arange(5)).shape == (5, dataset.num_items)
     assert trainer.model.item_embeddings().shape[0] == dataset.num_items
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_training_lowers_the_loss(name, dataset):
-    trainer = trainer_for(name, dataset)
+def test_training_lowers_the_loss(name, data):
+    trainer = trainer_for(name, data)
     first = trainer.train_epoch()["loss"]
     for _ in range(2):
         last = trainer.train_epoch()["loss"]
@@ -62,26 +84,27 @@ def test_training_lowers_the_loss(name, dataset):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_same_seed_same_parameters_on_one_thread(name, dataset, one_thread):
+def test_same_seed_same_parameters_on_one_thread(name, data, one_thread):
     runs = []
     for seed in (1, 1, 2):
-        trainer = trainer_for(name, dataset, seed)
+        trainer = trainer_for(name, data, seed)
         for step in range(2):
-            trainer.train_step(torch.arange(step * 64, (step + 1) * 64))
+            trainer.train_step(
+                torch.arange(step * 64, (step + 1) * 64) % trainer.task.num_samples()
+            )
         runs.append(torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()]))
     assert torch.equal(runs[0], runs[1])
     assert not torch.equal(runs[0], runs[2])
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_checkpoint_round_trip_scores_identically(name, dataset):
-    trained = trainer_for(name, dataset)
-    trained.train_step(torch.arange(256))
-    fresh = trainer_for(name, dataset, seed=9)
-    users = torch.arange(20)
-    assert not torch.equal(fresh.model.score_users(users), trained.model.score_users(users))
+def test_checkpoint_round_trip_predicts_identically(name, data):
+    trained = trainer_for(name, data)
+    trained.train_step(torch.arange(min(256, trained.task.num_samples())))
+    fresh = trainer_for(name, data, seed=9)
+    assert not torch.equal(predictions(fresh), predictions(trained))
     fresh.model.load_state_dict(trained.model.state_dict())
-    torch.testing.assert_close(fresh.model.score_users(users), trained.model.score_users(users))
+    torch.testing.assert_close(predictions(fresh), predictions(trained))
 
 
 def permuted_cold_content(dataset, permutation: np.ndarray):
@@ -98,8 +121,9 @@ def permuted_cold_content(dataset, permutation: np.ndarray):
     return dataclasses.replace(dataset, features=features, item_text=texts)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_cold_items_are_scored_from_their_content(name, dataset):
+@pytest.mark.parametrize("name", RECOMMENDERS)
+def test_cold_items_are_scored_from_their_content(name, data):
+    dataset = data[name]
     trainer = trainer_for(name, dataset)
     trainer.train_step(torch.arange(256))
     permutation = np.random.default_rng(0).permutation(len(dataset.cold_items))

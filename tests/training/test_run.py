@@ -127,7 +127,7 @@ def test_early_stop_metric_group_missing_from_validation_is_refused(dataset, tmp
 
 
 def test_num_neg_above_the_warm_items_is_a_clear_error(tmp_path):
-    data = "synthetic:users=30,items=20"
+    data = "synthetic:users=30,items=20,interactions=5"
     with pytest.raises(ColdbrewError, match=r"num_neg 500 is larger than the \d+ warm items"):
         train(make_config({**FAST, "data": data, "num_neg": 500}), tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -99,6 +99,9 @@ class Dataset:
             raise DataError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
         return self.splits.get(split, {})
 
+    def describe(self) -> str:
+        return f"{self.num_users} users, {self.num_items} items, {self.num_train} interactions"
+
     def summary(self) -> dict:
         """Counts a person wants to see first (printed by ``coldbrew data info`` and the demo)."""
         out = {

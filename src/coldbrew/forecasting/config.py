@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.options import option
 
 SERIES_KINDS = ("item", "genre", "total")
 LOSSES = ("mae", "mse")
@@ -92,3 +93,38 @@ def lstm_preset(name: str, **overrides: object) -> LSTMConfig:
     if name not in LSTM_PRESETS:
         raise ColdbrewError(f"unknown LSTM preset {name!r}; available: {', '.join(LSTM_PRESETS)}")
     return replace(LSTM_PRESETS[name], **overrides)
+
+
+@dataclass
+class LSTMOptions:
+    """The ``lstm`` model's options in a run (``coldbrew train --model lstm``, ``coldbrew
+    forecast``): the series and windows (``ForecastConfig``) and the network (``LSTMConfig``).
+    Presets: ``configs/lstm_seed.yaml`` (64/2, the default) and ``configs/lstm_large.yaml``."""
+
+    series: str = option("item", "daily series: item, genre or total", choices=SERIES_KINDS)
+    window: int = option(30, "input days of a window", minimum=1)
+    horizon: int = option(7, "days forecast from one origin", minimum=1)
+    val_days: int = option(28, "days of the validation period (before the test period)", minimum=1)
+    test_days: int = option(28, "days of the test period (the last days)", minimum=1)
+    moving_average: int = option(7, "days averaged by the moving-average baseline", minimum=1)
+    log_scale: bool = option(True, "scale counts as log1p(count) / the series' training mean")
+    hidden: int = option(64, "LSTM hidden size (seed 64, large 256)", minimum=1)
+    layers: int = option(2, "stacked LSTM layers (seed 2, large 3)", minimum=1)
+    dropout: float = option(0.0, "dropout between LSTM layers", minimum=0, maximum=0.99)
+    loss: str = option("mae", "training loss: mae or mse", choices=LOSSES)
+
+    def forecast_config(self) -> ForecastConfig:
+        return ForecastConfig(
+            series=self.series,
+            window=self.window,
+            horizon=self.horizon,
+            val_days=self.val_days,
+            test_days=self.test_days,
+            moving_average=self.moving_average,
+            log_scale=self.log_scale,
+        )
+
+    def lstm_config(self) -> LSTMConfig:
+        return LSTMConfig(
+            hidden=self.hidden, layers=self.layers, dropout=self.dropout, loss=self.loss
+        )

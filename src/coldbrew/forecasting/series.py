@@ -50,6 +50,29 @@ class DailySeries:
         """The calendar date of column ``day``."""
         return datetime.date(1970, 1, 1) + datetime.timedelta(days=self.first_day + day)
 
+    @property
+    def name(self) -> str:
+        return f"{self.kind} series"
+
+    @property
+    def notes(self) -> list[str]:
+        return []
+
+    def summary(self) -> dict:
+        """What a run records about its data (``results.json``'s ``dataset``)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "series": self.num_series,
+            "days": self.num_days,
+            "first_date": str(self.date(0)),
+            "last_date": str(self.date(self.num_days - 1)),
+            "events": int(self.counts.sum()) if self.kind != "genre" else None,
+        }
+
+    def describe(self) -> str:
+        return f"{self.num_series} {self.kind} series over {self.num_days} days"
+
 
 def build_series(events: Events, kind: str) -> DailySeries:
     """Daily counts of ``kind`` (``item``, ``genre`` or ``total``) from ``events``."""
@@ -100,3 +123,20 @@ def synthetic_series(
         names=tuple(f"synthetic-{index}" for index in range(num_series)),
         first_day=0,
     )
+
+
+def load_series(data: str, kind: str, *, seed: int = 1) -> DailySeries:
+    """``kind`` daily series of dataset ``data``; ``"synthetic[:series=N,days=D]"`` gives
+    ``synthetic_series`` (weekly-seasonal counts, whatever ``kind``) for tests and demos."""
+    name, _, options = str(data).partition(":")
+    if name != "synthetic":
+        from coldbrew.forecasting.events import load_events
+
+        return build_series(load_events(data), kind)
+    settings = {"series": 4, "days": 140}
+    for part in filter(None, (piece.strip() for piece in options.split(","))):
+        key, _, value = part.partition("=")
+        if key not in settings or not value.isdigit() or int(value) < 1:
+            raise DataError(f"synthetic series options are series=N,days=D; got {part!r}")
+        settings[key] = int(value)
+    return synthetic_series(settings["series"], settings["days"], seed=seed)

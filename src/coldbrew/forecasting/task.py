@@ -85,8 +85,23 @@ class ForecastingTask(Task):
     def num_samples(self) -> int:
         return self.series.num_series * len(self.time_split.origins("train"))
 
-    def make_batch(self, index: torch.Tensor, generator: torch.Generator) -> ForecastBatch:
-        """Training windows ``index`` (nothing random: ``generator`` is unused)."""
+    @classmethod
+    def from_config(cls, series: DailySeries, config, device: torch.device) -> ForecastingTask:
+        """The task for a run's ``TrainConfig`` (its ``lstm`` options)."""
+        if config.early_stop_metric not in (None, "all/mae"):
+            raise ColdbrewError(
+                f"forecasting monitors validation all/mae; early_stop_metric "
+                f"{config.early_stop_metric!r} is not measured here"
+            )
+        return cls(series, config.model_options.forecast_config(), device=device)
+
+    def describe(self) -> str:
+        return (
+            f"{self.series.num_series} {self.series.kind} series over {self.series.num_days} days"
+        )
+
+    def make_batch(self, index: torch.Tensor) -> ForecastBatch:
+        """Training windows ``index`` (nothing random)."""
         series, origins = sample_windows(
             self.series.num_series, self.time_split.origins("train"), index
         )

@@ -85,3 +85,9 @@ class LSTMForecaster(nn.Module):
         else:
             total = F.mse_loss(forecasts, batch.targets)
         return LossOutput(total=total, terms={self.loss: total.detach()})
+
+
+def build(series, config) -> LSTMForecaster:
+    """The registry's builder: an LSTM for ``config.model_options`` (an ``LSTMOptions``)."""
+    options = config.model_options
+    return LSTMForecaster.from_config(options.lstm_config(), options.horizon)

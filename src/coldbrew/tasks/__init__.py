@@ -1,14 +1,41 @@
-"""Tasks: what a problem owns (batches, evaluation, the monitored metric); see ``base.py``."""
+"""Tasks: what a problem owns (batches, evaluation, the monitored metric); see ``base.py``.
+
+A registered model names its task (``coldbrew.registry``); ``load_data`` reads the data that
+task trains on and ``build_task`` makes the task for it on a device.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def build_task(name: str, dataset: Any, config: Any, device: Any) -> Any:
-    """The task ``name`` (a model spec's ``task``) for ``dataset`` on ``device``."""
+def load_data(name: str, config: Any) -> Any:
+    """The data of task ``name`` for a run's ``config``: a ``Dataset`` for recommendation, a
+    ``DailySeries`` for forecasting."""
+    if name == "recommendation":
+        from coldbrew.data import load_dataset
+
+        return load_dataset(
+            config.data,
+            trust_pickle=config.trust_pickle,
+            features=config.resolved_features(),
+            seed=config.seed,
+        )
+    if name == "forecasting":
+        from coldbrew.forecasting.series import load_series
+
+        return load_series(config.data, config.model_options.series, seed=config.seed)
+    raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
+
+
+def build_task(name: str, data: Any, config: Any, device: Any) -> Any:
+    """The task ``name`` (a model spec's ``task``) for ``data`` on ``device``."""
     if name == "recommendation":
         from coldbrew.tasks.recommendation import RecommendationTask
 
-        return RecommendationTask.from_config(dataset, config, device)
+        return RecommendationTask.from_config(data, config, device)
+    if name == "forecasting":
+        from coldbrew.forecasting.task import ForecastingTask
+
+        return ForecastingTask.from_config(data, config, device)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed

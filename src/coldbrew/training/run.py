@@ -19,7 +19,6 @@ from pathlib import Path
 import torch
 
 from coldbrew.config import TrainConfig, config_yaml, load_yaml, make_config
-from coldbrew.data import load_dataset
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.registry import model_spec
@@ -82,13 +81,11 @@ def write_text(text: str, path: Path) -> None:
     atomic_write(path, lambda handle: handle.write(text.encode()))
 
 
-def load_run_dataset(config: TrainConfig) -> Dataset:
-    return load_dataset(
-        config.data,
-        trust_pickle=config.trust_pickle,
-        features=config.resolved_features(),
-        seed=config.seed,
-    )
+def load_run_dataset(config: TrainConfig):
+    """The data ``config``'s model trains on (its task's kind: a ``Dataset``, a ``DailySeries``)."""
+    from coldbrew.tasks import load_data
+
+    return load_data(model_spec(config.model).task, config)
 
 
 def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
@@ -203,8 +200,8 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
     elif resume:
         log(f"{run_dir} has no checkpoint yet: starting it again from epoch 1 with its config")
     log(
-        f"training {config.model} on {dataset.name}: {dataset.num_users} users, {dataset.num_items} items, "
-        f"{dataset.num_train} interactions, device {trainer.runtime.device} ({trainer.runtime.precision})"
+        f"training {config.model} on {dataset.name}: {dataset.describe()}, "
+        f"device {trainer.runtime.device} ({trainer.runtime.precision})"
     )
     started = time.perf_counter()
     stopped, failure = "max_epochs", None
