@@ -125,7 +125,13 @@ def test_loss_is_finite_and_decreases_with_training():
 
 
 def test_fused_scoring_is_the_cpu_default_and_refused_elsewhere():
-    assert make_model().score_path(5, 3, torch.device("cpu")) == CLCRec.scores_fused
-    assert make_model().score_path(5, 3, torch.device("meta")) == CLCRec.scores_dense
+    cpu = torch.device("cpu")
+    assert make_model().score_path(5, 3, cpu, cpu_path=True) == CLCRec.scores_fused
+    # the GPU's choice: dense products while distinct items are few, else gathers
+    assert make_model().score_path(5, 3, cpu, cpu_path=False) == CLCRec.scores_dense
+    assert make_model().score_path(97, 3, cpu, cpu_path=False) == CLCRec.scores_gathered
+    assert (
+        make_model().score_path(5, 3, torch.device("meta"), cpu_path=False) == CLCRec.scores_dense
+    )
     with pytest.raises(ColdbrewError, match="CPU only"):
-        make_model(scoring="fused").score_path(5, 3, torch.device("meta"))
+        make_model(scoring="fused").score_path(5, 3, torch.device("meta"), cpu_path=False)

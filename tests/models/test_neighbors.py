@@ -122,7 +122,7 @@ def small_graph(num_users: int = 6) -> NeighborGraph:
 
 def term(graph: NeighborGraph, users, user_embedding, content, temperature: float):
     """The term as a model computes it: distinct users, their common items' content, loss."""
-    distinct, valid, common = graph.step(users)
+    distinct, valid, common = graph.step(users, trim=True)
     return graph.loss(distinct, valid, user_embedding, content, common, temperature)
 
 

@@ -127,10 +127,11 @@ def distinct_items(
     return distinct, position[items]
 
 
-def host_syncs_are_free(tensor: torch.Tensor) -> bool:
+def host_syncs_are_free(tensor: torch.Tensor, fixed_shapes: bool = False) -> bool:
     """On a CPU a device→host read costs nothing, so data-dependent sizes are fine; under
-    ``torch.compile`` they break the graph, so a compiled step takes the fixed-size (GPU) path."""
-    return tensor.device.type == "cpu" and not torch.compiler.is_compiling()
+    ``torch.compile`` they break the graph, so a compiled step takes the fixed-size (GPU) path,
+    as does a model told ``fixed_shapes`` (to run, test or measure the GPU step on a CPU)."""
+    return tensor.device.type == "cpu" and not fixed_shapes and not torch.compiler.is_compiling()
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
@@ -163,6 +164,8 @@ class CLCRec(Recommender):
         if scoring not in ("auto", "fused", "dense", "gather"):
             raise ColdbrewError(f"scoring must be auto, fused, dense or gather, not {scoring!r}")
         self.scoring = scoring
+        # True: the step a GPU runs (fixed sizes, no host reads, dense/gather scoring) on any device
+        self.fixed_shapes = False
         self.num_users, self.num_items = num_users, num_items
         self.reg_weight, self.lr_lambda = reg_weight, lr_lambda
         self.temp_value, self.num_sample, self.mix_mode = temp_value, num_sample, mix_mode
@@ -194,9 +197,12 @@ class CLCRec(Recommender):
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         encoded = items.reshape(-1)
         if self.neighbors is not None:  # the term's users (N,) and their common items (N, C)
-            step_users, valid, common = self.neighbors.step(users)
+            step_users, valid, common = self.neighbors.step(
+                users, trim=host_syncs_are_free(users, self.fixed_shapes)
+            )
             encoded = torch.cat([encoded, common.reshape(-1)])  # (B·(1 + K) + N·C,)
-        distinct, inverse = distinct_items(encoded, self.num_items, trim=host_syncs_are_free(items))
+        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
+        distinct, inverse = distinct_items(encoded, self.num_items, trim=cpu_path)
         inverse, common_inverse = (
             inverse[: items.numel()].view(items.shape),
             inverse[items.numel() :],
@@ -205,7 +211,7 @@ class CLCRec(Recommender):
         item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
         anchor = F.normalize(item_vectors[inverse[:, 0]], dim=1)  # (B, D) positive's ID embedding
-        score = self.score_path(len(distinct), items.shape[1], items.device)
+        score = self.score_path(len(distinct), items.shape[1], items.device, cpu_path)
         cosine, user_content, user_id = score(anchor, user_rows, content, item_vectors, inverse)
         use_content = self.content_mix_mask(items.shape, items.device)
         item_content = info_nce(cosine / self.temp_value)
@@ -230,12 +236,13 @@ class CLCRec(Recommender):
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
 
-    def score_path(self, num_distinct: int, row_width: int, device: torch.device):
-        """The ``scores_*`` method for this step (all three give the same values)."""
+    def score_path(self, num_distinct: int, row_width: int, device: torch.device, cpu_path: bool):
+        """The ``scores_*`` method for this step (all three give the same values); ``cpu_path``:
+        whether the step may take the CPU's choices (``host_syncs_are_free``)."""
         scoring = self.scoring
         if scoring == "fused" and device.type != "cpu":
             raise ColdbrewError("scoring='fused' runs on the CPU only (not yet run on a GPU)")
-        if scoring == "auto" and device.type == "cpu" and not torch.compiler.is_compiling():
+        if scoring == "auto" and cpu_path:
             scoring = "fused"  # measured fastest on CPU (BENCHMARKS.md, training throughput)
         elif scoring == "auto":  # dense products beat gathers while distinct items are few
             scoring = "dense" if num_distinct <= DENSE_RATIO * row_width else "gather"

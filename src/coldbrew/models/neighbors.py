@@ -188,17 +188,16 @@ class NeighborGraph(nn.Module):
         common = common_items(train, neighbors, use_neighbors, keep_common, progress=progress)
         return cls(neighbors, common, use_neighbors)
 
-    def step(self, users: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(distinct users (N,), valid (N,), their common items (N, C))`` for one batch.
+    def step(
+        self, users: torch.Tensor, trim: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(distinct users (N,), valid (N,), their common items (N, C))`` for one batch;
+        ``trim`` cuts the padding of the distinct users (one host read: the CPU's choice).
 
         The caller encodes the common items (with the batch's other items, in one call) and
         passes their content embeddings to ``loss``.
         """
-        distinct, valid = distinct_ids(
-            users,
-            self.neighbors.shape[0],
-            trim=users.device.type == "cpu" and not torch.compiler.is_compiling(),
-        )
+        distinct, valid = distinct_ids(users, self.neighbors.shape[0], trim=trim)
         return distinct, valid, self.common_items[distinct]
 
     def vectors(

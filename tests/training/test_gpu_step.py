@@ -1,0 +1,129 @@
+"""The training step as a GPU runs it, proven on the CPU: no host synchronisation, no
+data-dependent shape, and one graph for ``torch.compile(fullgraph=True)``.
+
+"As a GPU runs it": the rank sampler (the rejection sampler is the CPU's), CLCRec with
+``fixed_shapes`` (distinct items padded, not trimmed; dense or gather scoring, as ``auto``
+picks on a GPU), bf16 autocast. Every op dispatched in a step is checked; an op that reads a
+device value back to the host (``aten._local_scalar_dense``: ``.item()``, ``int(t)``, ``if t``)
+or whose output size depends on values (``nonzero``, ``masked_select``, ``unique``, indexing
+with a boolean mask) would stall a GPU, so the step must have none after its first run.
+Adam's step counters are the one exception: they live on the host even when the parameters
+are on a GPU (``capturable=False``), so reading them is not a device sync.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from coldbrew import load_dataset
+from coldbrew.config import make_config
+from coldbrew.system.runtime import Runtime
+from coldbrew.training.run import build_trainer
+
+aten = torch.ops.aten
+SYNCING = {aten._local_scalar_dense, aten.item, aten.is_nonzero, aten.equal, aten.allclose}
+DATA_DEPENDENT = {
+    aten.nonzero,
+    aten.nonzero_static,
+    aten.masked_select,
+    aten._unique,
+    aten._unique2,
+    aten.unique_dim,
+    aten.unique_consecutive,
+    aten.repeat_interleave,
+}
+MASKABLE = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
+
+
+class NoHostSync(TorchDispatchMode):
+    """Records every op that would sync a GPU with the host or has a data-dependent shape."""
+
+    def __init__(self, host_tensors=()):
+        super().__init__()
+        self.host_tensors = {id(tensor) for tensor in host_tensors}
+        self.found: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        packet = func.overloadpacket
+        if packet in SYNCING and not (args and id(args[0]) in self.host_tensors):
+            self.found.append(str(func))
+        if packet in DATA_DEPENDENT:
+            self.found.append(str(func))
+        if packet in MASKABLE and any(
+            index is not None and index.dtype == torch.bool for index in args[1]
+        ):
+            self.found.append(f"{func} with a boolean mask")
+        return func(*args, **(kwargs or {}))
+
+
+def gpu_like_trainer(neighbor_loss: bool = False, **options):
+    dataset = load_dataset("synthetic:small", seed=1)
+    settings = {"data": "synthetic:small", "batch_size": 256, "num_neg": 8, "quiet": True}
+    config = make_config({**settings, "device": "cpu", "neighbor_loss": neighbor_loss, **options})
+    trainer = build_trainer(config, dataset)
+    trainer.model.fixed_shapes = True
+    trainer.task.num_samples()  # builds the sampler
+    trainer.task.sampler.method = "rank"
+    trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)  # autocast as on a GPU
+    return trainer
+
+
+def adam_step_counters(optimizer) -> list[torch.Tensor]:
+    return [state["step"] for state in optimizer.state.values() if "step" in state]
+
+
+@pytest.mark.parametrize("neighbor_loss", [False, True])
+def test_a_gpu_step_has_no_host_sync_and_no_data_dependent_shape(neighbor_loss):
+    trainer = gpu_like_trainer(neighbor_loss)
+    trainer.train_step(torch.arange(256))  # the first step creates Adam's state
+    with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
+        for start in (256, 512):
+            trainer.train_step(torch.arange(start, start + 256))
+    assert spy.found == []
+
+
+def test_the_checker_catches_what_it_looks_for():
+    values = torch.tensor([0.0, 2.0, 3.0])
+    with NoHostSync() as spy:
+        _ = values.sum().item()
+        _ = values[values > 1]
+        _ = values.nonzero()
+        _ = torch.unique(values)
+    assert spy.found == [
+        "aten._local_scalar_dense.default",
+        "aten.index.Tensor with a boolean mask",
+        "aten.nonzero.default",
+        "aten._unique2.default",
+    ]
+
+
+def test_the_cpu_step_does_read_values_back():
+    # the CPU's own path (rejection sampler, trimmed distinct items) syncs by design: proof that
+    # the GPU-path test above looks at the right place
+    dataset = load_dataset("synthetic:small", seed=1)
+    config = make_config(
+        {"data": "synthetic:small", "batch_size": 256, "num_neg": 8, "quiet": True}
+    )
+    trainer = build_trainer(config, dataset)
+    trainer.train_step(torch.arange(256))
+    with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
+        trainer.train_step(torch.arange(256, 512))
+    assert spy.found
+
+
+def test_the_whole_forward_compiles_as_one_graph():
+    trainer = gpu_like_trainer()
+    model, task = trainer.model, trainer.task
+    users, items = task._training_data()
+
+    def step(index: torch.Tensor) -> torch.Tensor:
+        batch = task.make_batch(index)  # the rank sampler draws the negatives
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(batch).total
+
+    compiled = torch.compile(step, fullgraph=True, dynamic=False)  # a graph break is an error
+    loss = compiled(torch.arange(256))
+    loss.backward()
+    assert torch.isfinite(loss) and model.user_embedding.grad is not None
