@@ -100,3 +100,37 @@ def mean_metrics(
         return {}
     sums = metric_sums(hits, num_positives, ks).tolist()
     return {name: total / num_users for name, total in zip(metric_names(ks), sums, strict=True)}
+
+
+def metric_sums_by_row_block(
+    hits: torch.Tensor, num_positives: torch.Tensor, ks: Sequence[int]
+) -> torch.Tensor:
+    """Per-user metrics summed over users, for several hit matrices at once.
+
+    ``hits`` is ``(L, U, W)`` (L matrices over the same users), ``num_positives`` ``(L, U)``
+    (at least 1). Returns ``(L, len(metric_names(ks)))`` float64: the sums of
+    ``per_user_metrics`` of each matrix. Every K reads its hit count and DCG from one product
+    of the hits with prefix masks, so equal to ``per_user_metrics`` up to float64 rounding.
+    """
+    ks = check_ks(ks)
+    num_matrices, num_users, width = hits.shape
+    device = hits.device
+    cutoffs = torch.tensor(ks, device=device)
+    longest = max(ks)
+    discount = 1.0 / torch.log2(torch.arange(longest, device=device, dtype=torch.float64) + 2.0)
+    ideal_dcg = discount.cumsum(0)  # ideal_dcg[n - 1] = DCG of n hits at the top
+    # prefix[r, j] = 1 when rank r is inside the top ks[j] (ranks beyond the width are misses)
+    prefix = (torch.arange(width, device=device)[:, None] < cutoffs[None, :]).to(torch.float64)
+    hits = hits.to(torch.float64)
+    num_hits = hits @ prefix  # (L, U, len(ks))
+    dcg = hits @ (discount[:width, None] * prefix)  # (L, U, len(ks))
+    positives = num_positives.to(device=device, dtype=torch.float64)[..., None]  # (L, U, 1)
+    ideal = ideal_dcg[torch.minimum(num_positives[..., None], cutoffs).long().clamp(min=1) - 1]
+    columns = [
+        num_hits / cutoffs.to(torch.float64),  # precision
+        num_hits / positives,  # recall
+        dcg / ideal,  # ndcg
+        (num_hits > 0).to(torch.float64),  # hit
+    ]
+    sums = torch.stack([column.sum(1) for column in columns], dim=2)  # (L, len(ks), 4)
+    return sums.reshape(num_matrices, len(ks) * len(METRICS))  # k-major, as metric_names

@@ -1,0 +1,102 @@
+"""Top K under one total order: higher score first, and among equal scores the lower item id.
+
+``torch.topk`` breaks ties arbitrarily (the choice depends on the algorithm, the device and the
+width of the row), so two rankings of the same scores can disagree on which of several equal
+items enter the top K, and in what order. Equal scores are common in practice: items with the
+same content (two cold films with the same genres) get the same embedding, and a masked item
+(``1e-15`` in the original protocol) ties with every other masked item. With one total order
+the top K of a row is a function of its scores alone, so
+
+* a ranking cut into column blocks, or split into warm and cold parts and merged, equals the
+  ranking of the whole row (the top K of a union is inside the union of the parts' top Ks);
+* the result matches a plain ``sorted(items, key=-score)`` (a stable sort keeps equal scores
+  in id order), which the tests use as reference.
+
+Cost: ``topk(K + 1)`` instead of ``topk(K)`` to see whether the K-th score is tied with an
+item left out; only those rows (few, unless many items share a score) are re-selected exactly.
+Finding them reads one flag per row back to the host (a sync on CUDA, once per score block).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``min(k, width)`` best ``(values, columns)`` of each row of ``scores``, in rank order.
+
+    ``scores`` is ``(B, width)`` without NaN; a column's id order is its position. Ranks follow
+    (value descending, column ascending).
+    """
+    width = scores.shape[1]
+    k = min(k, width)
+    if k == 0:
+        empty = torch.empty(scores.shape[0], 0, dtype=torch.int64, device=scores.device)
+        return scores[:, :0], empty
+    probe = min(k + 1, width)
+    values, columns = torch.topk(scores, probe, dim=1)  # (B, probe), ties in arbitrary order
+    if probe > k:
+        # The (k+1)-th best equals the k-th: an item with the k-th score was left out, so which
+        # of the equal items made the cut was arbitrary. Elsewhere the set is already exact.
+        tied_rows = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
+        values, columns = values[:, :k], columns[:, :k]
+        if tied_rows.numel():
+            values, columns = values.clone(), columns.clone()
+            exact_values, exact_columns = _reselect(scores[tied_rows], values[tied_rows, -1:], k)
+            values[tied_rows], columns[tied_rows] = exact_values, exact_columns
+    return _order_ties(values, columns)
+
+
+def _reselect(scores: torch.Tensor, threshold: torch.Tensor, k: int):
+    """Rows whose k-th score ``threshold`` (R, 1) is tied: every item above it, then the
+    lowest-id items equal to it until k are taken. Returns ``(R, k)`` values and columns, in
+    rank order."""
+    above = scores > threshold  # (R, width)
+    equal = scores == threshold
+    room = k - above.sum(1, keepdim=True)  # (R, 1) places left for the tied items
+    keep = above | (equal & (equal.cumsum(1) <= room))  # exactly k per row
+    columns = keep.nonzero()[:, 1].view(-1, k)  # (R, k), ascending within each row
+    return rank_order(scores.gather(1, columns), columns)
+
+
+def rank_order(values: torch.Tensor, ids: torch.Tensor, *extras: torch.Tensor) -> tuple:
+    """Sort each row of ``(values, ids, *extras)`` by value descending, then id ascending.
+
+    ``extras`` are tensors aligned with ``ids`` (one entry per listed item) that follow them.
+    """
+    ids, order = ids.sort(dim=1)
+    values = values.gather(1, order)
+    extras = [extra.gather(1, order) for extra in extras]
+    values, order = values.sort(dim=1, descending=True, stable=True)
+    return (values, ids.gather(1, order), *(extra.gather(1, order) for extra in extras))
+
+
+def _order_ties(values: torch.Tensor, *aligned: torch.Tensor) -> tuple:
+    """Rows already sorted by value descending -> equal values in id order too.
+
+    ``aligned`` is ``(ids, *extras)``. Only the rows holding two equal neighbours are re-sorted
+    (one flag per row read back).
+    """
+    tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
+    if tied_rows.numel() == 0:
+        return (values, *aligned)
+    tensors = [tensor.clone() for tensor in (values, *aligned)]
+    ordered = rank_order(*(tensor[tied_rows] for tensor in tensors))
+    for tensor, rows in zip(tensors, ordered, strict=True):
+        tensor[tied_rows] = rows
+    return tuple(tensors)
+
+
+def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Tensor, ...]:
+    """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists.
+
+    The parts hold disjoint ids; ``extras`` (same shape as ``ids``) travel with their items.
+    Exact when every part is its own items' top list under the same order (``top_k``).
+    """
+    parts = [part for part in parts if part[1].shape[1]] or parts[:1]
+    if len(parts) == 1:
+        return tuple(tensor[:, :k] for tensor in parts[0])
+    columns = [torch.cat(tensors, dim=1) for tensors in zip(*parts, strict=True)]  # (B, W)
+    values, order = columns[0].sort(dim=1, descending=True, stable=True)
+    merged = _order_ties(values, *(column.gather(1, order) for column in columns[1:]))
+    return tuple(tensor[:, :k] for tensor in merged)  # ties across parts resolved to the end
