@@ -113,10 +113,11 @@ def metric_sums_by_row_block(
     of the hits with prefix masks, so equal to ``per_user_metrics`` up to float64 rounding.
     """
     ks = check_ks(ks)
+    longest = max(ks)
+    hits = hits[..., :longest]  # ranks past the largest K count nowhere
     num_matrices, num_users, width = hits.shape
     device = hits.device
     cutoffs = torch.tensor(ks, device=device)
-    longest = max(ks)
     discount = 1.0 / torch.log2(torch.arange(longest, device=device, dtype=torch.float64) + 2.0)
     ideal_dcg = discount.cumsum(0)  # ideal_dcg[n - 1] = DCG of n hits at the top
     # prefix[r, j] = 1 when rank r is inside the top ks[j] (ranks beyond the width are misses)
