@@ -58,9 +58,10 @@ def per_user_metrics(
             f"num_positives has shape {tuple(num_positives.shape)}; expected ({num_users},)"
         )
     device = hits.device
-    hits = hits.to(torch.float64)
-    positives = num_positives.to(device=device, dtype=torch.float64)
     longest = max(ks)
+    hits = hits[:, :longest].to(torch.float64)  # ranks past the largest K count nowhere
+    width = hits.shape[1]
+    positives = num_positives.to(device=device, dtype=torch.float64)
     # discount[r] = 1 / log2(r + 2) for ranks r = 0 .. max(ks) - 1
     discount = 1.0 / torch.log2(torch.arange(longest, device=device, dtype=torch.float64) + 2.0)
     ideal_dcg = discount.cumsum(0)  # ideal_dcg[n - 1] = DCG of n hits at the top
