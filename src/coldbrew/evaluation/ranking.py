@@ -33,7 +33,7 @@ from coldbrew.evaluation.sources import (
     ScoreUsers,
     check_vectors,
 )
-from coldbrew.evaluation.topk import merge_top_k, top_k
+from coldbrew.evaluation.topk import merge_top_k, one_thread, top_k
 
 DEFAULT_CHUNK_ELEMENTS = 1 << 24  # scores held at once: 64 MiB of float32
 MIN_USER_CHUNK = 256  # below this many rows per chunk, cut columns instead
@@ -109,17 +109,21 @@ def part_top_k(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Top ``top`` (values, part columns) of rows ``[first, last)``, merged over column blocks."""
     train_start, train_stop = int(part.train_indptr[first]), int(part.train_indptr[last])
-    seen_rows = part.train_rows[train_start:train_stop] - first
-    seen_columns = part.train_columns[train_start:train_stop]
+    device = prepared.device
+    with one_thread(device):
+        seen_rows = part.train_rows[train_start:train_stop] - first
+        seen_columns = part.train_columns[train_start:train_stop]
     whole = columns_per_block >= part.num_candidates
     best = None
     for start in range(0, part.num_candidates, columns_per_block):
         stop = min(start + columns_per_block, part.num_candidates)
         scores = scorer.block(prepared, start, stop)  # (B, stop - start)
-        mask_seen(scores, seen_rows, seen_columns, start, whole, fill)
+        with one_thread(device):
+            mask_seen(scores, seen_rows, seen_columns, start, whole, fill)
         values, columns = top_k(scores, top)
-        block = (values, columns + start)
-        best = block if best is None else merge_top_k([best, block], top)
+        with one_thread(device):
+            block = (values, columns + start if start else columns)
+            best = block if best is None else merge_top_k([best, block], top)
     return best
 
 

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.evaluation.metrics import check_ks, metric_names, metric_sums_by_row_block
+from coldbrew.evaluation.metrics import MetricSums, check_ks, metric_names
 from coldbrew.evaluation.plan import Part, canonical, make_part, users_with_positives
 from coldbrew.evaluation.protocols import check_protocol, mask_value
 from coldbrew.evaluation.ranking import (
@@ -49,7 +49,7 @@ from coldbrew.evaluation.sources import (
     check_vectors,
     module_device,
 )
-from coldbrew.evaluation.topk import merge_top_k
+from coldbrew.evaluation.topk import merge_top_k, one_thread
 
 Metrics = dict[str, dict[str, dict[str, float]]]  # {split: {group: {metric: value}}}
 GROUP_PARTS = {"all": ("warm", "cold"), "warm": ("warm",), "cold": ("cold",)}
@@ -68,12 +68,13 @@ class _Pass:
     positive_keys: torch.Tensor  # (P,) sorted row * num_items + item over every pair
     positive_bits: torch.Tensor  # (P,) bit j set when pair j holds that positive (uint8)
     positive_starts: np.ndarray  # (N + 1,) host offsets of each row's keys
-    num_positives: torch.Tensor  # (L, N) per pair, clamped to >= 1 (see _chunk_sums)
+    metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
     num_users: list[int]  # (L,) users with a positive, per pair
     fillers: dict[str, torch.Tensor]  # original protocol: a part's lowest ids (1, F)
     num_items: int
     top: int
     table_bytes: int  # largest dense positives table per chunk (see _positive_bits)
+    table: torch.Tensor | None = None  # that table, all zeros between chunks
 
 
 def evaluate_dataset(
@@ -110,7 +111,7 @@ def evaluate_dataset(
         return result
     budget = DEFAULT_CHUNK_ELEMENTS if chunk_elements is None else int(chunk_elements)
     table_bytes = 4 * budget  # the bytes of a chunk's float32 scores
-    plan = _make_pass(dataset, wanted, max(ks), protocol, source.device, table_bytes)
+    plan = _make_pass(dataset, wanted, ks, protocol, source.device, table_bytes)
     totals = _rank_all(source, plan, ks, mask_value(protocol), chunk_elements, user_chunk, progress)
     names = metric_names(ks)
     nonfinite = getattr(source, "nonfinite", torch.zeros((), dtype=torch.float64))
@@ -149,8 +150,9 @@ def _make_source(dataset, user_vectors, item_vectors, score_users, device):
 
 
 def _make_pass(
-    dataset: Dataset, wanted: dict, top: int, protocol: str, device, table_bytes: int
+    dataset: Dataset, wanted: dict, ks: tuple[int, ...], protocol: str, device, table_bytes: int
 ) -> _Pass:
+    top = max(ks)
     users = users_with_positives(*wanted.values())  # the union: each user is scored once
     pairs = list(wanted)
     groups = list(dict.fromkeys(group for _, group in pairs))
@@ -158,20 +160,10 @@ def _make_pass(
     part_names = [name for name in candidates if any(name in GROUP_PARTS[g] for g in groups)]
     if len(pairs) > 8:  # SPLITS × GROUPS is 6 pairs; a byte holds their bits
         raise ColdbrewError(f"at most 8 (split, group) pairs per pass, got {len(pairs)}")
-    combined, num_positives = None, []
-    for index, matrix in enumerate(wanted.values()):
-        matrix = canonical(matrix)[users]  # every stored entry is a positive
-        matrix = sp.csr_matrix(
-            (np.full(matrix.nnz, 1 << index), matrix.indices, matrix.indptr), shape=matrix.shape
-        )
-        combined = (
-            matrix if combined is None else combined + matrix
-        )  # disjoint bits: a sum is an or
-        num_positives.append(np.diff(matrix.indptr))
-    combined.sort_indices()
+    seen = canonical(dataset.train)[users] if protocol == "coldbrew" else None
+    combined, num_positives = _positive_table(wanted, users, seen)
     rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(combined.indptr))
     unique_keys = rows * dataset.num_items + combined.indices.astype(np.int64)  # sorted
-    num_positives = np.stack(num_positives)  # (L, N)
 
     def to_device(array) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(array, dtype=np.int64), device=device)
@@ -187,7 +179,7 @@ def _make_pass(
         positive_keys=to_device(unique_keys),
         positive_bits=torch.as_tensor(combined.data.astype(np.uint8), device=device),
         positive_starts=combined.indptr.astype(np.int64),
-        num_positives=to_device(np.maximum(num_positives, 1)),
+        metric_sums=MetricSums(to_device(num_positives), ks, max(ks)),
         num_users=np.count_nonzero(num_positives, axis=1).tolist(),
         fillers={  # original protocol: the warm group also lists the cold items, and vice versa
             OTHER_PART[group]: to_device(candidates[OTHER_PART[group]][:top]).reshape(1, -1)
@@ -198,6 +190,26 @@ def _make_pass(
         top=top,
         table_bytes=table_bytes,
     )
+
+
+@torch.no_grad()
+def _positive_table(wanted: dict, users: np.ndarray, seen: sp.csr_matrix | None):
+    """``(users × items)`` CSR whose value has bit j set when pair j holds that positive, and
+    ``(L, N)`` positive counts. ``seen`` (coldbrew's protocol) drops the training interactions
+    from the table, not from the counts: ranked at -inf, they can never be hits anyway."""
+    combined, num_positives = None, []
+    for index, matrix in enumerate(wanted.values()):
+        matrix = canonical(matrix)[users]  # every stored entry is a positive
+        num_positives.append(np.diff(matrix.indptr))
+        bits = np.full(matrix.nnz, 1 << index, dtype=np.int64)
+        matrix = sp.csr_matrix((bits, matrix.indices, matrix.indptr), shape=matrix.shape)
+        combined = matrix if combined is None else combined + matrix  # disjoint bits: an or
+    if seen is not None and seen.nnz:
+        combined = combined - combined.multiply(seen.astype(bool))
+    combined = sp.csr_matrix(combined)
+    combined.eliminate_zeros()
+    combined.sort_indices()
+    return combined, np.stack(num_positives)
 
 
 @torch.no_grad()
@@ -235,31 +247,39 @@ def _rank_all(
             values, columns = part_top_k(
                 scorers[name], prepared, part, first, last, tops[name], blocks[name], fill
             )
-            items = (
-                columns + part.item_range[0] if part.item_range else part.candidate_items[columns]
-            )
-            lists[name] = (values, items)
+            lists[name] = (values, _item_ids(part, columns))
         for name, ids in plan.fillers.items():  # every item of that part has the mask score
             ids = ids.expand(last - first, -1)  # (B, F), in the scores' own dtype below
-            lists[f"{name} filler"] = (
-                torch.full(ids.shape, fill, dtype=prepared.dtype, device=ids.device),
-                ids,
-            )
-        # which (split, group) pairs hold each listed item as a positive, one bit per pair
-        bits = _positive_bits(plan, torch.cat([ids for _, ids in lists.values()], 1), first, last)
-        bits = bits.split([ids.shape[1] for _, ids in lists.values()], dim=1)
-        lists = {
-            name: (*pair, part_bits)
-            for (name, pair), part_bits in zip(lists.items(), bits, strict=True)
-        }
-        group_lists = [
-            _group_list(group, lists, plan.top, protocol_fillers=bool(plan.fillers))
-            for group in plan.groups
-        ]
-        totals += _chunk_sums(plan, group_lists, first, last, ks)
+            values = torch.full(ids.shape, fill, dtype=prepared.dtype, device=ids.device)
+            lists[f"{name} filler"] = (values, ids)
+        with one_thread(source.device):
+            totals += _chunk_totals(plan, lists, first, last)
         bar.update(last - first)
     bar.close()
     return totals
+
+
+def _chunk_totals(plan: _Pass, lists: dict, first: int, last: int) -> torch.Tensor:
+    """``(L, metrics)`` sums for rows ``[first, last)`` from the parts' top lists."""
+    # which (split, group) pairs hold each listed item as a positive, one bit per pair
+    bits = _positive_bits(plan, torch.cat([ids for _, ids in lists.values()], 1), first, last)
+    bits = bits.split([ids.shape[1] for _, ids in lists.values()], dim=1)
+    lists = {
+        name: (*pair, part_bits)
+        for (name, pair), part_bits in zip(lists.items(), bits, strict=True)
+    }
+    group_lists = [
+        _group_list(group, lists, plan.top, protocol_fillers=bool(plan.fillers))
+        for group in plan.groups
+    ]
+    return _chunk_sums(plan, group_lists, first, last)
+
+
+def _item_ids(part: Part, columns: torch.Tensor) -> torch.Tensor:
+    """Part columns -> item ids."""
+    if part.item_range is None:
+        return part.candidate_items[columns]
+    return columns + part.item_range[0] if part.item_range[0] else columns
 
 
 def _group_list(group: str, lists: dict, top: int, protocol_fillers: bool):
@@ -277,18 +297,17 @@ def _group_list(group: str, lists: dict, top: int, protocol_fillers: bool):
     return values, ids, bits
 
 
-def _chunk_sums(plan: _Pass, lists, first: int, last: int, ks) -> torch.Tensor:
+def _chunk_sums(plan: _Pass, lists, first: int, last: int) -> torch.Tensor:
     """``(L, metrics)`` sums over rows ``[first, last)`` for every (split, group) pair.
 
     A row without positives in a pair finds no hit there, so all its metrics are 0 and summing
-    over every row equals summing over the pair's users (``num_positives`` is clamped to 1).
+    over every row equals summing over the pair's users.
     """
-    values = torch.stack([values for values, _, _ in lists])  # (G, B, K)
+    # seen items (at -inf) are not in the positives table, padding has no bits: no hit there
     bits = torch.stack([bits for _, _, bits in lists])  # (G, B, K)
-    bits = torch.where(values != MINUS_INFINITY, bits, 0)  # seen items and padding never hit
     pair_bits = torch.arange(len(plan.pairs), device=bits.device)[:, None, None]
     hits = (bits[plan.group_of_pair] >> pair_bits) & 1  # (L, B, K)
-    return metric_sums_by_row_block(hits.bool(), plan.num_positives[:, first:last], ks)
+    return plan.metric_sums(hits, first, last)
 
 
 def _positive_bits(plan: _Pass, items: torch.Tensor, first: int, last: int) -> torch.Tensor:
@@ -302,9 +321,14 @@ def _positive_bits(plan: _Pass, items: torch.Tensor, first: int, last: int) -> t
     rows = torch.arange(num_rows, device=items.device)[:, None]  # (B, 1)
     query = rows * plan.num_items + items  # (B, W), row-major: each row reads its own region
     if num_rows * plan.num_items <= plan.table_bytes:
-        table = torch.zeros(num_rows * plan.num_items, dtype=bits.dtype, device=items.device)
-        table[keys] = bits
-        return torch.take(table, query)
+        if plan.table is None or plan.table.numel() < num_rows * plan.num_items:
+            plan.table = torch.zeros(
+                num_rows * plan.num_items, dtype=bits.dtype, device=items.device
+            )
+        plan.table[keys] = bits
+        found = torch.take(plan.table, query)
+        plan.table[keys] = 0  # all zeros again for the next chunk, without a full memset
+        return found
     if keys.numel() == 0:
         return torch.zeros(query.shape, dtype=bits.dtype, device=items.device)
     position = torch.searchsorted(keys, query).clamp_(max=keys.numel() - 1)

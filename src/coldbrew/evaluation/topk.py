@@ -19,7 +19,29 @@ Finding them reads one flag per row back to the host (a sync on CUDA, once per s
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
+
+
+@contextmanager
+def one_thread(device: torch.device):
+    """Run a stretch of small ops on one CPU thread.
+
+    Ops on ``(B, K)`` tensors (tie checks, merges, lookups, metric sums) are too small to gain
+    from threads, and on a busy machine threads wait for each other at every op: a full
+    evaluation's bookkeeping took 5.7 s instead of 0.4 s with 2 threads at load 3. The large
+    products and ``torch.topk`` keep every thread. Not on other devices.
+    """
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -35,16 +57,29 @@ def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         return scores[:, :0], empty
     probe = min(k + 1, width)
     values, columns = torch.topk(scores, probe, dim=1)  # (B, probe), ties in arbitrary order
-    if probe > k:
-        # The (k+1)-th best equals the k-th: an item with the k-th score was left out, so which
-        # of the equal items made the cut was arbitrary. Elsewhere the set is already exact.
-        tied_rows = (values[:, k] == values[:, k - 1]).nonzero().squeeze(1)
-        values, columns = values[:, :k], columns[:, :k]
-        if tied_rows.numel():
-            values, columns = values.clone(), columns.clone()
-            exact_values, exact_columns = _reselect(scores[tied_rows], values[tied_rows, -1:], k)
-            values[tied_rows], columns[tied_rows] = exact_values, exact_columns
-    return _order_ties(values, columns)
+    with one_thread(scores.device):
+        return _exact_ties(scores, values, columns, k)
+
+
+def _exact_ties(scores: torch.Tensor, values: torch.Tensor, columns: torch.Tensor, k: int):
+    """``torch.topk``'s ``(B, probe)`` answer -> the exact top k under the tie rule."""
+    probe = values.shape[1]
+    # One pass over neighbours finds both kinds of ties: inside the top k (their order is
+    # arbitrary) and at the cut-off, where the (k+1)-th best equals the k-th (which of the
+    # equal items made the cut was arbitrary). Rows with neither are exact already.
+    equal_neighbours = values[:, 1:] == values[:, :-1]  # (B, probe - 1)
+    tied_rows = equal_neighbours.any(1).nonzero().squeeze(1)
+    values, columns = values[:, :k], columns[:, :k]
+    if tied_rows.numel() == 0:
+        return values, columns
+    values, columns = values.clone(), columns.clone()
+    at_cut = equal_neighbours[tied_rows, k - 1] if probe > k else None
+    rows = tied_rows if at_cut is None else tied_rows[~at_cut]  # ties inside the top k only
+    values[rows], columns[rows] = rank_order(values[rows], columns[rows])
+    if at_cut is not None:
+        rows = tied_rows[at_cut]
+        values[rows], columns[rows] = _reselect(scores[rows], values[rows, -1:], k)
+    return values, columns
 
 
 def _reselect(scores: torch.Tensor, threshold: torch.Tensor, k: int):
