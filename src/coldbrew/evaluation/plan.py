@@ -8,7 +8,7 @@
   with at least one positive (``coldbrew.evaluation.ranking.full_ranking``).
 
 ``coldbrew.evaluation.single_pass`` builds one part per item group over the union of the
-users of every split and group, and one item-id lookup per (split, group).
+users of every split and group, and one ``PairPositives`` for every (split, group) at once.
 """
 
 from __future__ import annotations
@@ -182,3 +182,59 @@ def make_plan(train, positives, candidates, device: torch.device) -> Plan:
         part=part,
         positives=make_positives(positives, users, device, candidate_items),
     )
+
+
+class PairPositives:
+    """The held-out positives of up to 8 (split, group) pairs over the same rows: sorted keys
+    ``row * num_items + item``, each with a byte whose bit j says pair j holds it.
+
+    ``seen`` (training interactions of the rows) leaves those out of the keys but not out of
+    ``num_positives`` (``(L, N)`` host counts), for a protocol that never ranks them.
+    ``lookup`` finds the bits of a chunk's listed items: in a dense ``rows × num_items`` byte
+    table, reused from chunk to chunk, while it fits in ``table_bytes``; else a ``searchsorted``
+    in the chunk's keys.
+    """
+
+    def __init__(self, matrices, users, device, seen=None, table_bytes: int = 0):
+        if len(matrices) > 8:  # SPLITS × GROUPS is 6 pairs
+            raise ColdbrewError(f"at most 8 (split, group) pairs at once, got {len(matrices)}")
+        combined, counts = None, []
+        for index, matrix in enumerate(matrices):
+            matrix = canonical(matrix)[users]  # every stored entry is a positive
+            counts.append(np.diff(matrix.indptr))
+            bits = np.full(matrix.nnz, 1 << index, dtype=np.int64)
+            matrix = sp.csr_matrix((bits, matrix.indices, matrix.indptr), shape=matrix.shape)
+            combined = matrix if combined is None else combined + matrix  # disjoint bits: an or
+        if seen is not None and seen.nnz:
+            combined = combined - combined.multiply(seen.astype(bool))
+        combined = sp.csr_matrix(combined)
+        combined.eliminate_zeros()
+        combined.sort_indices()
+        self.num_items = combined.shape[1]
+        rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(combined.indptr))
+        self.keys = _to_device(rows * self.num_items + combined.indices, device)  # sorted
+        self.bits = torch.as_tensor(combined.data.astype(np.uint8), device=device)
+        self.row_starts = combined.indptr.astype(np.int64)  # (N + 1,) on the host
+        self.num_positives = np.stack(counts)  # (L, N)
+        self.table_bytes = table_bytes
+        self.table: torch.Tensor | None = None  # all zeros between lookups
+
+    def lookup(self, items: torch.Tensor, first: int, last: int) -> torch.Tensor:
+        """``(B, W)`` bits of items ``(B, W)`` listed for rows ``[first, last)``."""
+        start, stop = int(self.row_starts[first]), int(self.row_starts[last])
+        keys = self.keys[start:stop] - first * self.num_items  # the chunk's keys, local rows
+        bits = self.bits[start:stop]
+        size = (last - first) * self.num_items
+        rows = torch.arange(last - first, device=items.device)[:, None]  # (B, 1)
+        query = rows * self.num_items + items  # (B, W), row-major: each row reads its region
+        if size <= self.table_bytes:
+            if self.table is None or self.table.numel() < size:
+                self.table = torch.zeros(size, dtype=bits.dtype, device=items.device)
+            self.table[keys] = bits
+            found = torch.take(self.table, query)
+            self.table[keys] = 0  # all zeros again for the next chunk, without a memset
+            return found
+        if keys.numel() == 0:
+            return torch.zeros(query.shape, dtype=bits.dtype, device=items.device)
+        position = torch.searchsorted(keys, query).clamp_(max=keys.numel() - 1)
+        return torch.where(keys[position] == query, bits[position], 0)

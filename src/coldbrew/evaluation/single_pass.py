@@ -26,14 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from tqdm.auto import tqdm
 
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import MetricSums, check_ks, metric_names
-from coldbrew.evaluation.plan import Part, canonical, make_part, users_with_positives
+from coldbrew.evaluation.plan import (
+    PairPositives,
+    Part,
+    canonical,
+    make_part,
+    users_with_positives,
+)
 from coldbrew.evaluation.protocols import check_protocol, mask_value
 from coldbrew.evaluation.ranking import (
     DEFAULT_CHUNK_ELEMENTS,
@@ -65,16 +70,11 @@ class _Pass:
     groups: list[str]  # their distinct groups
     group_of_pair: torch.Tensor  # (L,) index into groups
     parts: dict[str, Part]  # "warm" / "cold" candidates and training items
-    positive_keys: torch.Tensor  # (P,) sorted row * num_items + item over every pair
-    positive_bits: torch.Tensor  # (P,) bit j set when pair j holds that positive (uint8)
-    positive_starts: np.ndarray  # (N + 1,) host offsets of each row's keys
+    positives: PairPositives  # which pairs hold each (row, item) as a positive
     metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
     num_users: list[int]  # (L,) users with a positive, per pair
     fillers: dict[str, torch.Tensor]  # original protocol: a part's lowest ids (1, F)
-    num_items: int
     top: int
-    table_bytes: int  # largest dense positives table per chunk (see _positive_bits)
-    table: torch.Tensor | None = None  # that table, all zeros between chunks
 
 
 def evaluate_dataset(
@@ -158,12 +158,10 @@ def _make_pass(
     groups = list(dict.fromkeys(group for _, group in pairs))
     candidates = {"warm": dataset.warm_items, "cold": dataset.cold_items}
     part_names = [name for name in candidates if any(name in GROUP_PARTS[g] for g in groups)]
-    if len(pairs) > 8:  # SPLITS × GROUPS is 6 pairs; a byte holds their bits
-        raise ColdbrewError(f"at most 8 (split, group) pairs per pass, got {len(pairs)}")
+    # coldbrew's protocol ranks training items at -inf: leaving them out of the positives
+    # spares masking the hits afterwards (they still count in recall's denominator)
     seen = canonical(dataset.train)[users] if protocol == "coldbrew" else None
-    combined, num_positives = _positive_table(wanted, users, seen)
-    rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(combined.indptr))
-    unique_keys = rows * dataset.num_items + combined.indices.astype(np.int64)  # sorted
+    positives = PairPositives(list(wanted.values()), users, device, seen, table_bytes)
 
     def to_device(array) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(array, dtype=np.int64), device=device)
@@ -176,40 +174,16 @@ def _make_pass(
         parts={
             name: make_part(dataset.train, users, candidates[name], device) for name in part_names
         },
-        positive_keys=to_device(unique_keys),
-        positive_bits=torch.as_tensor(combined.data.astype(np.uint8), device=device),
-        positive_starts=combined.indptr.astype(np.int64),
-        metric_sums=MetricSums(to_device(num_positives), ks, max(ks)),
-        num_users=np.count_nonzero(num_positives, axis=1).tolist(),
+        positives=positives,
+        metric_sums=MetricSums(to_device(positives.num_positives), ks, top),
+        num_users=np.count_nonzero(positives.num_positives, axis=1).tolist(),
         fillers={  # original protocol: the warm group also lists the cold items, and vice versa
             OTHER_PART[group]: to_device(candidates[OTHER_PART[group]][:top]).reshape(1, -1)
             for group in groups
             if group in OTHER_PART and protocol == "original"
         },
-        num_items=dataset.num_items,
         top=top,
-        table_bytes=table_bytes,
     )
-
-
-@torch.no_grad()
-def _positive_table(wanted: dict, users: np.ndarray, seen: sp.csr_matrix | None):
-    """``(users × items)`` CSR whose value has bit j set when pair j holds that positive, and
-    ``(L, N)`` positive counts. ``seen`` (coldbrew's protocol) drops the training interactions
-    from the table, not from the counts: ranked at -inf, they can never be hits anyway."""
-    combined, num_positives = None, []
-    for index, matrix in enumerate(wanted.values()):
-        matrix = canonical(matrix)[users]  # every stored entry is a positive
-        num_positives.append(np.diff(matrix.indptr))
-        bits = np.full(matrix.nnz, 1 << index, dtype=np.int64)
-        matrix = sp.csr_matrix((bits, matrix.indices, matrix.indptr), shape=matrix.shape)
-        combined = matrix if combined is None else combined + matrix  # disjoint bits: an or
-    if seen is not None and seen.nnz:
-        combined = combined - combined.multiply(seen.astype(bool))
-    combined = sp.csr_matrix(combined)
-    combined.eliminate_zeros()
-    combined.sort_indices()
-    return combined, np.stack(num_positives)
 
 
 @torch.no_grad()
@@ -262,7 +236,7 @@ def _rank_all(
 def _chunk_totals(plan: _Pass, lists: dict, first: int, last: int) -> torch.Tensor:
     """``(L, metrics)`` sums for rows ``[first, last)`` from the parts' top lists."""
     # which (split, group) pairs hold each listed item as a positive, one bit per pair
-    bits = _positive_bits(plan, torch.cat([ids for _, ids in lists.values()], 1), first, last)
+    bits = plan.positives.lookup(torch.cat([ids for _, ids in lists.values()], 1), first, last)
     bits = bits.split([ids.shape[1] for _, ids in lists.values()], dim=1)
     lists = {
         name: (*pair, part_bits)
@@ -308,28 +282,3 @@ def _chunk_sums(plan: _Pass, lists, first: int, last: int) -> torch.Tensor:
     pair_bits = torch.arange(len(plan.pairs), device=bits.device)[:, None, None]
     hits = (bits[plan.group_of_pair] >> pair_bits) & 1  # (L, B, K)
     return plan.metric_sums(hits, first, last)
-
-
-def _positive_bits(plan: _Pass, items: torch.Tensor, first: int, last: int) -> torch.Tensor:
-    """For items ``(B, W)`` listed for rows ``[first, last)``: the bits of the pairs holding
-    each (row, item) as a positive. A dense ``B × num_items`` byte table when it is no larger
-    than the chunk's scores, else a ``searchsorted`` in the chunk's sorted keys."""
-    start, stop = int(plan.positive_starts[first]), int(plan.positive_starts[last])
-    keys = plan.positive_keys[start:stop] - first * plan.num_items  # (P_chunk,) local keys
-    bits = plan.positive_bits[start:stop]
-    num_rows = last - first
-    rows = torch.arange(num_rows, device=items.device)[:, None]  # (B, 1)
-    query = rows * plan.num_items + items  # (B, W), row-major: each row reads its own region
-    if num_rows * plan.num_items <= plan.table_bytes:
-        if plan.table is None or plan.table.numel() < num_rows * plan.num_items:
-            plan.table = torch.zeros(
-                num_rows * plan.num_items, dtype=bits.dtype, device=items.device
-            )
-        plan.table[keys] = bits
-        found = torch.take(plan.table, query)
-        plan.table[keys] = 0  # all zeros again for the next chunk, without a full memset
-        return found
-    if keys.numel() == 0:
-        return torch.zeros(query.shape, dtype=bits.dtype, device=items.device)
-    position = torch.searchsorted(keys, query).clamp_(max=keys.numel() - 1)
-    return torch.where(keys[position] == query, bits[position], 0)
