@@ -203,6 +203,38 @@ def test_split_with_only_a_cold_group():
     assert result["test"] == {}
 
 
+@pytest.mark.parametrize("protocol", ["coldbrew", "original"])
+def test_a_group_whose_part_is_empty(protocol):
+    # no cold item at all, yet a "cold" group (its positives are warm items): coldbrew ranks
+    # no candidate for it (every metric 0); the original ranks every item (warm ones at 1e-15)
+    dataset = make_dataset()
+    positives = dataset.splits["val"]["warm"]
+    dataset = Dataset(
+        name="no-cold",
+        num_users=NUM_USERS,
+        num_items=NUM_ITEMS,
+        train=dataset.train,
+        cold_items=np.array([], dtype=np.int64),
+        splits={"val": {"all": dataset.splits["val"]["all"], "cold": positives}},
+    )
+    users, items = integer_vectors(seed=4)
+    result = evaluate_dataset(
+        dataset, user_vectors=users, item_vectors=items, ks=(5,), protocol=protocol
+    )["val"]
+    if protocol == "coldbrew":
+        assert result["cold"] == dict.fromkeys(result["cold"], 0.0)
+        expected = coldbrew_reference(
+            (users @ items.T).numpy(), dataset.train, dataset.splits["val"]["all"], None, (5,)
+        )
+        assert result["all"] == pytest.approx(expected, abs=1e-12)
+    else:  # every item scores 1e-15 there (all are "other group"): the top 5 are ids 0..4
+        dense = positives.toarray() > 0
+        rows = dense[dense.any(1)]
+        expected_recall = (rows[:, :5].sum(1) / rows.sum(1)).mean()
+        assert result["cold"]["recall@5"] == pytest.approx(expected_recall, abs=1e-12)
+        assert expected_recall > 0
+
+
 def test_bad_sources_raise_clear_errors():
     dataset = make_dataset()
     users, items = integer_vectors()

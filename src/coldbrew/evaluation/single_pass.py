@@ -11,9 +11,10 @@ A full evaluation (val and test; groups all, warm and cold) used to rank six tim
 So each chunk of users (the union of every requested split and group) is scored once per part
 (warm items, cold items); each part keeps its top ``max(ks)``; each group's list is its parts'
 lists merged (in the original protocol, also the other part's lowest ids at ``1e-15``: every
-other-group item has that score there, ``coldbrew.evaluation.protocols``). One ``searchsorted``
-then finds, for every listed item, which (split, group) holds it as a positive (a bit per pair),
-and the metrics of every pair come from one ``[pairs × users, K]`` hit matrix.
+other-group item has that score there, ``coldbrew.evaluation.protocols``). One lookup (a dense
+byte table, or a ``searchsorted``) then finds, for every listed item, which (split, group) pairs
+hold it as a positive (a bit per pair), and the metrics of every pair come from one
+``[pairs, users, K]`` hit tensor.
 The metrics equal ``full_ranking`` run group by group.
 
 Memory is bounded as in ``full_ranking``: ``chunk_elements`` scores of one part at a time (and
@@ -242,10 +243,7 @@ def _chunk_totals(plan: _Pass, lists: dict, first: int, last: int) -> torch.Tens
         name: (*pair, part_bits)
         for (name, pair), part_bits in zip(lists.items(), bits, strict=True)
     }
-    group_lists = [
-        _group_list(group, lists, plan.top, protocol_fillers=bool(plan.fillers))
-        for group in plan.groups
-    ]
+    group_lists = [_group_list(group, lists, plan, last - first) for group in plan.groups]
     return _chunk_sums(plan, group_lists, first, last)
 
 
@@ -256,14 +254,21 @@ def _item_ids(part: Part, columns: torch.Tensor) -> torch.Tensor:
     return columns + part.item_range[0] if part.item_range[0] else columns
 
 
-def _group_list(group: str, lists: dict, top: int, protocol_fillers: bool):
+def _group_list(group: str, lists: dict, plan: _Pass, num_rows: int):
     """A group's top ``(values, item ids, bits)``, ``(B, top)``: its parts' lists merged (plus, in
     the original protocol, the other part's filler), padded with id -1 at -inf and no bits."""
     names = list(GROUP_PARTS[group])
-    if protocol_fillers and group in OTHER_PART:
+    if plan.fillers and group in OTHER_PART:
         names.append(f"{OTHER_PART[group]} filler")
-    values, ids, bits = merge_top_k([lists[name] for name in names if name in lists], top)
-    missing = top - ids.shape[1]  # fewer candidates than K: the missing ranks are misses
+    parts = [lists[name] for name in names if name in lists]
+    if parts:
+        values, ids, bits = merge_top_k(parts, plan.top)
+    else:  # the group's items are an empty part: nothing is ranked
+        device = plan.users.device
+        values = torch.empty(num_rows, 0, device=device)
+        ids = torch.empty(num_rows, 0, dtype=torch.int64, device=device)
+        bits = torch.empty(num_rows, 0, dtype=torch.uint8, device=device)
+    missing = plan.top - ids.shape[1]  # fewer candidates than K: the missing ranks are misses
     if missing:
         values = torch.nn.functional.pad(values, (0, missing), value=MINUS_INFINITY)
         ids = torch.nn.functional.pad(ids, (0, missing), value=-1)
