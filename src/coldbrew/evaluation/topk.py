@@ -131,7 +131,7 @@ def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Te
     parts = [part for part in parts if part[1].shape[1]] or parts[:1]
     if len(parts) == 1:
         return tuple(tensor[:, :k] for tensor in parts[0])
-    columns = [torch.cat(tensors, dim=1) for tensors in zip(*parts, strict=True)]  # (B, W)
-    values, order = columns[0].sort(dim=1, descending=True, stable=True)
-    merged = _order_ties(values, *(column.gather(1, order) for column in columns[1:]))
+    fields = [torch.cat(tensors, dim=1) for tensors in zip(*parts, strict=True)]  # each (B, W)
+    values, order = fields[0].sort(dim=1, descending=True, stable=True)
+    merged = _order_ties(values, *(field.gather(1, order) for field in fields[1:]))
     return tuple(tensor[:, :k] for tensor in merged)  # ties across parts resolved to the end
