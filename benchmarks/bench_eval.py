@@ -1,11 +1,19 @@
-"""Evaluation speed: the original CLCRec ranking loop vs coldbrew's vectorized full ranking.
+"""Evaluation speed on the CLCRec MovieLens split, side by side in one process.
 
-Both evaluate the same seeded random 64-d user/item vectors on the CLCRec MovieLens split,
-val cold group, top 20 (the original's setting: users in chunks of 2000, cold items only).
-The original gets its data in its own form (dict of sets, the ``val_cold`` rows, warm item ids
-offset by the number of users); coldbrew gets ``coldbrew.load_dataset``'s ``Dataset``. Each is
-warmed up once and timed over several calls (median seconds per call; CUDA synchronized).
-Then a full coldbrew evaluation (val + test, every group, K = 10, 20, 50) is timed too.
+1. The original CLCRec ranking loop vs coldbrew's vectorized full ranking: the same seeded
+   random 64-d user/item vectors, val cold group, top 20 (the original's setting: users in
+   chunks of 2000, cold items only). The original gets its data in its own form (dict of sets,
+   the ``val_cold`` rows, warm item ids offset by the number of users). ``--skip-original``
+   leaves this part out.
+2. The full evaluation (val + test, groups all/warm/cold, K = 10, 20, 50) of a CLCRec model
+   (``coldbrew.models.CLCRec``, seeded, untrained; cold items from generated 2048/128/100-d
+   features, as the features were never published): the evaluator of commit ``--baseline``
+   (six rankings), this tree's per-group ranking (six ``full_ranking`` calls) and this tree's
+   one-pass ``evaluate_dataset``, timed in turn, repeat after repeat. Their metrics must agree
+   (max difference <= 1e-12), else the script exits 1.
+
+Each side is warmed up once; timings are medians of the repeats (wall and process CPU seconds;
+CUDA synchronized).
 
     .venv/bin/python benchmarks/bench_eval.py [--device cuda] [--repeats 10] [--threads 1]
 
@@ -29,15 +37,20 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from baseline_eval import load_evaluation_at  # noqa: E402
 from original_eval import original_evaluate  # noqa: E402
 from shared_data import dataset_path  # noqa: E402
 
 import coldbrew  # noqa: E402
-from coldbrew.evaluation import evaluate_embeddings, full_ranking, group_candidates  # noqa: E402
+from coldbrew.evaluation import evaluate_dataset, full_ranking, group_candidates  # noqa: E402
+from coldbrew.models.clcrec import CLCRec  # noqa: E402
+from coldbrew.perf.bench import random_features  # noqa: E402
 
 DATASET = "clcrec-movielens"
 TOP_K = 20
 DIM = 64
+FULL_KS = (10, 20, 50)
+BASELINE = "36a835c"  # the evaluator before the one-pass change (six rankings)
 
 
 def timed(function, device: torch.device, repeats: int) -> tuple[float, object]:
@@ -45,38 +58,56 @@ def timed(function, device: torch.device, repeats: int) -> tuple[float, object]:
     result = function()  # warm-up
     seconds = []
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        _synchronize(device)
         start = time.perf_counter()
         result = function()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        _synchronize(device)
         seconds.append(time.perf_counter() - start)
     return statistics.median(seconds), result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--repeats", type=int, default=10, help="timed coldbrew calls")
-    parser.add_argument("--original-repeats", type=int, default=3, help="timed original calls")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (both sides)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    path = dataset_path(DATASET)
+def timed_in_turn(functions: dict, device: torch.device, repeats: int) -> tuple[dict, dict]:
+    """Each function warmed up once, then all called in turn ``repeats`` times (the order
+    rotating), so every side sees the same machine load. Returns per-side wall and CPU
+    seconds lists, and each side's last result."""
+    results = {name: function() for name, function in functions.items()}  # warm-up
+    seconds = {name: {"wall": [], "cpu": []} for name in functions}
+    names = list(functions)
+    for repeat in range(repeats):
+        for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
+            _synchronize(device)
+            wall, cpu = time.perf_counter(), time.process_time()
+            results[name] = functions[name]()
+            _synchronize(device)
+            seconds[name]["wall"].append(time.perf_counter() - wall)
+            seconds[name]["cpu"].append(time.process_time() - cpu)
+    return seconds, results
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "no feature file": features are not needed here
-        dataset = coldbrew.load_dataset(path, trust_pickle=True)
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def max_difference(left: dict, right: dict) -> float:
+    """Largest |difference| over every split, group and metric; inf if the keys differ."""
+    worst = 0.0
+    for split in left.keys() | right.keys():
+        for group in left.get(split, {}).keys() | right.get(split, {}).keys():
+            a, b = left.get(split, {}).get(group), right.get(split, {}).get(group)
+            if a is None or b is None or a.keys() != b.keys():
+                return float("inf")
+            worst = max([worst, *(abs(a[name] - b[name]) for name in a)])
+    return worst
+
+
+def original_side_by_side(dataset, path: Path, device: torch.device, args) -> dict:
+    """Part 1: the original ranking loop vs coldbrew on the val cold group."""
     num_users, num_items = dataset.num_users, dataset.num_items
-
     # The original's own forms: global ids, items offset by num_users.
     train_items_of = np.load(path / "user_item_train_dict.npy", allow_pickle=True).item()
     val_cold_rows = np.load(path / "val_cold.npy", allow_pickle=True)
     warm_items_global = torch.from_numpy(np.load(path / "warm_set.npy")).to(device)
-
     # Vectors in the original's (source id) order; coldbrew's rows follow its internal order.
     generator = torch.Generator().manual_seed(0)
     user_vectors = torch.randn(num_users, DIM, generator=generator).to(device)
@@ -86,7 +117,6 @@ def main() -> None:
     item_rows = _rows(dataset.item_ids, num_users, device)
     coldbrew_users = user_vectors if user_rows is None else user_vectors[user_rows]
     coldbrew_items = item_vectors if item_rows is None else item_vectors[item_rows]
-
     original_seconds, original_metrics = timed(
         lambda: original_evaluate(
             num_users, train_items_of, val_cold_rows, warm_items_global, result, 2000, TOP_K
@@ -109,48 +139,126 @@ def main() -> None:
     )
     ours = (metrics[f"precision@{TOP_K}"], metrics[f"recall@{TOP_K}"], metrics[f"ndcg@{TOP_K}"])
     differences = [abs(a - b) for a, b in zip(original_metrics, ours, strict=True)]
+    return {
+        "group": "val/cold",
+        "top_k": TOP_K,
+        "users": int(np.count_nonzero(np.diff(positives.indptr))),
+        "items": int(len(dataset.cold_items)),
+        "original_seconds": round(original_seconds, 4),
+        "coldbrew_seconds": round(coldbrew_seconds, 5),
+        "speedup": round(original_seconds / coldbrew_seconds, 1),
+        "metrics_match": max(differences) <= 1e-6,
+        "max_metric_difference": max(differences),
+        "original_precision_recall_ndcg": [round(value, 6) for value in original_metrics],
+        "coldbrew_precision_recall_ndcg": [round(value, 6) for value in ours],
+    }
 
+
+def full_evaluation_side_by_side(dataset, device: torch.device, args) -> dict:
+    """Part 2: the whole val + test evaluation, before vs per group vs one pass."""
+    dataset.features = random_features(dataset.num_items, "2048,128,100", seed=1)
+    torch.manual_seed(0)
+    model = CLCRec.from_dataset(dataset).to(device).eval()
+    with torch.no_grad():
+        users, items = model.user_embeddings().detach(), model.item_embeddings().detach()
+    baseline = load_evaluation_at(args.baseline)
+    splits = ("val", "test")
+    functions = {
+        "before": lambda: {
+            split: baseline.evaluate_embeddings(dataset, users, items, split, FULL_KS)
+            for split in splits
+        },
+        "per_group": lambda: {
+            split: {
+                group: full_ranking(
+                    dataset.train,
+                    positives,
+                    user_vectors=users,
+                    item_vectors=items,
+                    candidates=group_candidates(dataset, group),
+                    ks=FULL_KS,
+                )
+                for group, positives in dataset.groups(split).items()
+            }
+            for split in splits
+        },
+        "one_pass": lambda: evaluate_dataset(
+            dataset, user_vectors=users, item_vectors=items, splits=splits, ks=FULL_KS
+        ),
+        "one_pass_original_protocol": lambda: evaluate_dataset(
+            dataset, user_vectors=users, item_vectors=items, ks=FULL_KS, protocol="original"
+        ),
+    }
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    full_ks = (10, 20, 50)
-    full_seconds, _ = timed(
-        lambda: {
-            split: evaluate_embeddings(dataset, coldbrew_users, coldbrew_items, split, full_ks)
-            for split in ("val", "test")
+    seconds, results = timed_in_turn(functions, device, args.full_repeats)
+    wall = {name: statistics.median(times["wall"]) for name, times in seconds.items()}
+    cpu = {name: statistics.median(times["cpu"]) for name, times in seconds.items()}
+    before, one_pass = seconds["before"]["wall"], seconds["one_pass"]["wall"]
+    paired = [b / o for b, o in zip(before, one_pass, strict=True)]
+    return {
+        "full_eval": "val+test, groups all/warm/cold, ks 10/20/50, CLCRec model (random init)",
+        "baseline_commit": args.baseline,
+        "full_eval_wall_seconds": {name: round(value, 3) for name, value in wall.items()},
+        "full_eval_cpu_seconds": {name: round(value, 3) for name, value in cpu.items()},
+        "one_pass_speedup_wall": round(wall["before"] / wall["one_pass"], 2),
+        "one_pass_speedup_cpu": round(cpu["before"] / cpu["one_pass"], 2),
+        "one_pass_speedup_paired_median": round(statistics.median(paired), 2),
+        "one_pass_vs_per_group_wall": round(wall["per_group"] / wall["one_pass"], 2),
+        "max_difference_before_vs_one_pass": max_difference(results["before"], results["one_pass"]),
+        "max_difference_per_group_vs_one_pass": max_difference(
+            results["per_group"], results["one_pass"]
+        ),
+        "one_pass_test_all": {
+            name: round(value, 5) for name, value in results["one_pass"]["test"]["all"].items()
         },
-        device,
-        max(1, args.repeats // 3),
-    )
-    peak_mib = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+        "one_pass_original_protocol_test_all": {
+            name: round(value, 5)
+            for name, value in results["one_pass_original_protocol"]["test"]["all"].items()
+        },
+        "full_eval_peak_cuda_mib": round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+        if device.type == "cuda"
+        else None,
+        "full_eval_timing": f"medians of {args.full_repeats} turns after one warm-up each",
+    }
 
-    print(
-        json.dumps(
-            {
-                "benchmark": "eval",
-                "dataset": DATASET,
-                "group": "val/cold",
-                "top_k": TOP_K,
-                "users": int(np.count_nonzero(np.diff(positives.indptr))),
-                "items": int(len(dataset.cold_items)),
-                "catalogue_items": num_items,
-                "original_seconds": round(original_seconds, 4),
-                "coldbrew_seconds": round(coldbrew_seconds, 5),
-                "speedup": round(original_seconds / coldbrew_seconds, 1),
-                "device": _device_name(device),
-                "torch_threads": torch.get_num_threads(),
-                "metrics_match": max(differences) <= 1e-6,
-                "max_metric_difference": max(differences),
-                "original_precision_recall_ndcg": [round(value, 6) for value in original_metrics],
-                "coldbrew_precision_recall_ndcg": [round(value, 6) for value in ours],
-                "full_eval_seconds": round(full_seconds, 4),
-                "full_eval": "val+test, groups all/warm/cold, ks 10/20/50",
-                "full_eval_peak_cuda_mib": None if peak_mib is None else round(peak_mib, 1),
-                "timing": f"median of {args.original_repeats} (original) / {args.repeats} "
-                "(coldbrew) calls after one warm-up",
-                "date": datetime.date.today().isoformat(),
-            }
-        )
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=10, help="timed coldbrew calls (part 1)")
+    parser.add_argument("--original-repeats", type=int, default=3, help="timed original calls")
+    parser.add_argument("--full-repeats", type=int, default=3, help="turns of part 2")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (all sides)")
+    parser.add_argument("--skip-original", action="store_true", help="only part 2")
+    parser.add_argument("--baseline", default=BASELINE, help="git ref of the 'before' evaluator")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    path = dataset_path(DATASET)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no feature file": generated below where needed
+        dataset = coldbrew.load_dataset(path, trust_pickle=True)
+    report = {
+        "benchmark": "eval",
+        "dataset": DATASET,
+        "catalogue_items": dataset.num_items,
+        "device": _device_name(device),
+        "torch_threads": torch.get_num_threads(),
+        "load_average_at_start": round(os.getloadavg()[0], 2),
+    }
+    if not args.skip_original:
+        report |= original_side_by_side(dataset, path, device, args)
+    report |= full_evaluation_side_by_side(dataset, device, args)
+    report["load_average_at_end"] = round(os.getloadavg()[0], 2)
+    report["date"] = datetime.date.today().isoformat()
+    print(json.dumps(report))
+    worst = max(
+        report["max_difference_before_vs_one_pass"], report["max_difference_per_group_vs_one_pass"]
     )
+    if worst > 1e-12:
+        sys.exit(f"one-pass metrics differ from the per-group evaluation by {worst}")
 
 
 def _rows(source_ids, offset: int, device: torch.device) -> torch.Tensor | None:

@@ -119,6 +119,45 @@ def test_dict_form_counts_ids_and_matrices(folder: Path) -> None:
     assert pairs_of(dataset.splits["test"]["cold"]) == [(1, 5)]  # file (1, 9)
 
 
+SEED_KNOWN = {0: {9}, 2: {8}}  # the seed system's user_item_dict.npy: other extra items
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "note"),
+    [
+        (
+            ("user_item_all_dict.npy",),
+            EXTRA_KNOWN,
+            "negatives avoid user_item_all_dict.npy and the training interactions",
+        ),
+        (("user_item_dict.npy",), SEED_KNOWN, "negatives avoid user_item_dict.npy and the"),
+        (
+            ("user_item_dict.npy", "user_item_all_dict.npy"),
+            SEED_KNOWN,
+            "user_item_all_dict.npy is present too and not read",
+        ),
+        ((), {}, "negatives avoid the training interactions only"),
+    ],
+    ids=["original", "seed", "both", "neither"],
+)
+def test_negative_exclusion_file_is_chosen_and_noted(tmp_path: Path, files, extra, note) -> None:
+    folder = write_folder(tmp_path / "tiny")
+    (folder / "user_item_all_dict.npy").unlink()
+    if "user_item_all_dict.npy" in files:
+        np.save(folder / "user_item_all_dict.npy", {u: TRAIN[u] | EXTRA_KNOWN[u] for u in TRAIN})
+    if "user_item_dict.npy" in files:
+        np.save(
+            folder / "user_item_dict.npy", {u: TRAIN[u] | SEED_KNOWN.get(u, set()) for u in TRAIN}
+        )
+    dataset = clcrec_layout.load(folder, trust_pickle=True)
+    assert note in dataset.notes[-1]
+    expected = {(user, item - 4) for user, items in TRAIN.items() for item in items}
+    expected |= {(user, item - 4) for user, items in extra.items() for item in items}
+    exclusion = dataset.exclusion_matrix()  # what the negative sampler avoids
+    assert set(pairs_of(exclusion)) == expected
+    assert (dataset.known is None) == (not files)
+
+
 def test_pairs_form_equals_dict_form(tmp_path: Path) -> None:
     from_dict = clcrec_layout.load(write_folder(tmp_path / "tiny"), trust_pickle=True)
     from_pairs = clcrec_layout.load(

@@ -13,6 +13,7 @@ from coldbrew.evaluation.metrics import (
     mean_metrics,
     metric_names,
     metric_sums,
+    metric_sums_by_row_block,
     per_user_metrics,
 )
 
@@ -116,3 +117,25 @@ def test_shapes_are_checked():
         mean_metrics(torch.zeros(3, dtype=torch.bool), torch.tensor([1, 1, 1]), ks=(1,))
     with pytest.raises(ColdbrewError, match="num_positives"):
         mean_metrics(torch.zeros(3, 2, dtype=torch.bool), torch.tensor([1, 1]), ks=(1,))
+
+
+@pytest.mark.parametrize("width", [0, 3, 8, 25])
+def test_block_sums_equal_per_user_metrics_summed(width):
+    # 3 hit matrices over the same 40 users; K = 20 is wider than some of them
+    generator = torch.Generator().manual_seed(width)
+    hits = torch.rand(3, 40, width, generator=generator) < 0.3
+    positives = torch.randint(1, 12, (3, 40), generator=generator)
+    ks = (1, 5, 20)
+    blocks = metric_sums_by_row_block(hits, positives, ks)
+    assert blocks.shape == (3, len(metric_names(ks)))
+    for index in range(3):
+        expected = metric_sums(hits[index], positives[index], ks)
+        assert torch.allclose(blocks[index], expected, rtol=0, atol=1e-12)
+
+
+def test_block_sums_by_hand():
+    # one user, 2 positives, hits at ranks 1 and 3 of 3 (the first test above), K = 3:
+    # precision 2/3, recall 1, NDCG 1.5 / 1.6309, hit 1
+    hits = torch.tensor([[[True, False, True]]])
+    sums = metric_sums_by_row_block(hits, torch.tensor([[2]]), ks=(3,))
+    assert sums[0].tolist() == pytest.approx([2 / 3, 1.0, 1.5 / (1 + 1 / math.log2(3)), 1.0])

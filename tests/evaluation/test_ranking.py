@@ -13,7 +13,8 @@ from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation import evaluate_embeddings, evaluate_scores, full_ranking
 from coldbrew.evaluation.plan import make_plan
-from coldbrew.evaluation.ranking import _chunk_shape, _EmbeddingScores
+from coldbrew.evaluation.ranking import block_columns, chunk_rows
+from coldbrew.evaluation.sources import EmbeddingScores
 
 NUM_USERS, NUM_ITEMS, NUM_COLD = 40, 60, 15
 
@@ -115,8 +116,9 @@ def test_small_budget_really_cuts_columns():
     dataset = make_dataset()
     users, items = random_vectors()
     plan = make_plan(dataset.train, dataset.splits["val"]["all"], None, torch.device("cpu"))
-    source = _EmbeddingScores(users, items, plan)
-    rows, columns = _chunk_shape(source, plan, top=10, chunk_elements=64, user_chunk=None)
+    source = EmbeddingScores(users, items)
+    rows = chunk_rows(source, len(plan.users), NUM_ITEMS, chunk_elements=64, user_chunk=None)
+    columns = block_columns(source, plan.part, rows, top=10, chunk_elements=64)
     assert rows == len(plan.users) and columns == 10 < NUM_ITEMS
 
 

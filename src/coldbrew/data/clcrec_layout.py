@@ -5,7 +5,9 @@ in the files, never from the dataset's name. Files (all optional but one trainin
 
 * ``train.npy`` ([n, 2] (user, item) pairs) or ``user_item_train_dict.npy`` (pickled
   ``dict[user] -> set(item)``): the training interactions;
-* ``user_item_all_dict.npy``: every known interaction (negatives avoid them);
+* ``user_item_dict.npy`` (the seed system's ``main.py`` reads this one) or else
+  ``user_item_all_dict.npy`` (the original's): pickled ``dict[user] -> items`` that negatives
+  avoid, together with the training interactions; ``dataset.notes`` says which file was used;
 * ``{val,test}_{full,warm,cold}.npy``: one row ``[user, item, item, ...]`` per user, giving
   the held-out groups ``all``, ``warm`` and ``cold``;
 * ``warm_set.npy``, ``cold_set.npy``: item ids; without ``cold_set`` every item with no
@@ -35,7 +37,7 @@ from coldbrew.data.stored import MANIFEST_FILE, save
 from coldbrew.errors import DataError
 
 TRAIN_FILES = ("train.npy", "user_item_train_dict.npy")
-KNOWN_FILE = "user_item_all_dict.npy"
+KNOWN_FILES = ("user_item_dict.npy", "user_item_all_dict.npy")  # negatives avoid the first found
 SPLIT_GROUPS = {"full": "all", "warm": "warm", "cold": "cold"}  # file suffix -> group
 MODALITIES = {"feat_v": "visual", "feat_a": "acoustic", "feat_t": "text"}
 
@@ -168,9 +170,10 @@ def _read_interactions(path: Path, trust_pickle: bool) -> dict[str, Pairs]:
         pairs[file.name] = _pairs_from_dict(_read_npy(file, trust_pickle), file)
     else:
         raise DataError(f"{path}: no training file ({' or '.join(TRAIN_FILES)})")
-    if (path / KNOWN_FILE).is_file():
-        file = path / KNOWN_FILE
-        pairs[KNOWN_FILE] = _pairs_from_dict(_read_npy(file, trust_pickle), file)
+    for name in KNOWN_FILES:
+        if (path / name).is_file():
+            pairs[name] = _pairs_from_dict(_read_npy(path / name, trust_pickle), path / name)
+            break
     for split in SPLITS:
         for suffix in SPLIT_GROUPS:
             file = path / f"{split}_{suffix}.npy"
@@ -234,9 +237,10 @@ def _load_clcrec(path: Path, trust_pickle: bool, wanted: Sequence[str] | None) -
         return interactions_to_csr(users, items - num_users, (num_users, num_items))
 
     train = matrix(next(iter(pairs)))
+    known_file = next((name for name in KNOWN_FILES if name in pairs), None)
     known = None
-    if KNOWN_FILE in pairs:  # train is included so negatives can never be training items
-        known = matrix(KNOWN_FILE).maximum(train).tocsr()
+    if known_file is not None:  # train is included so negatives can never be training items
+        known = matrix(known_file).maximum(train).tocsr()
         known.sort_indices()
     splits: dict[str, dict[str, sp.csr_matrix]] = {}
     for split in SPLITS:
@@ -245,6 +249,8 @@ def _load_clcrec(path: Path, trust_pickle: bool, wanted: Sequence[str] | None) -
             if name in pairs and len(pairs[name][1]):  # an empty group is left out
                 splits.setdefault(split, {})[group] = matrix(name)
     notes: list[str] = []
+    features = _read_features(path, trust_pickle, wanted, (num_users, num_items), notes)
+    notes.append(_exclusion_note(path, known_file))
     return Dataset(
         name=path.resolve().name,
         num_users=num_users,
@@ -252,12 +258,23 @@ def _load_clcrec(path: Path, trust_pickle: bool, wanted: Sequence[str] | None) -
         train=train,
         cold_items=_cold_items(path, item_sets, train, num_users),
         splits=splits,
-        features=_read_features(path, trust_pickle, wanted, (num_users, num_items), notes),
+        features=features,
         user_ids=np.arange(num_users, dtype=np.int64),
         item_ids=np.arange(num_items, dtype=np.int64) + num_users,
         known=known,
         notes=notes,
     )
+
+
+def _exclusion_note(path: Path, known_file: str | None) -> str:
+    """Which file the negatives avoid, for ``dataset.notes``."""
+    if known_file is None:
+        return f"negatives avoid the training interactions only (no {' or '.join(KNOWN_FILES)})"
+    note = f"negatives avoid {known_file} and the training interactions"
+    unused = [name for name in KNOWN_FILES if name != known_file and (path / name).is_file()]
+    if unused:
+        note += f" ({unused[0]} is present too and not read: {known_file} comes first)"
+    return note
 
 
 # ---------------------------------------------------------------------------- features

@@ -1,14 +1,18 @@
-"""Full-ranking evaluation of a dataset split, group by group.
+"""Full-ranking evaluation of a dataset's splits, group by group.
 
-Each group of a split ranks its own candidate items, as in the CLCRec protocol: ``"all"`` every
+Each group of a split ranks its candidate items, as in the CLCRec protocol: ``"all"`` every
 item, ``"warm"`` only warm items (those not in ``dataset.cold_items``), ``"cold"`` only cold
-items. A user's training items are never ranked. Two entry points share one ranking core:
+items. A user's training items are never ranked (``protocol="original"`` reproduces the
+original code's masking instead, ``coldbrew.evaluation.protocols``). Entry points:
 
-* ``evaluate_embeddings(dataset, user_vectors, item_vectors)``: scores are inner products;
-* ``evaluate_scores(dataset, score_users)``: the model scores users itself,
-  ``score_users(users) -> [B, num_items]`` (the model contract).
+* ``evaluate_dataset(dataset, user_vectors=..., item_vectors=... | score_users=...,
+  splits=("val", "test"))``: every split and group from one scoring pass,
+  ``{split: {group: {metric: value}}}``;
+* ``evaluate_embeddings(dataset, user_vectors, item_vectors, split)`` and
+  ``evaluate_scores(dataset, score_users, split)``: one split, ``{group: {metric: value}}``;
+* ``full_ranking(train, positives, ...)``: one (positives, candidates) pair.
 
-Both return ``{group: {"precision@10": ..., "recall@10": ..., "ndcg@10": ..., "hit@10": ...}}``.
+Metrics: ``"precision@10"``, ``"recall@10"``, ``"ndcg@10"``, ``"hit@10"`` for every K.
 """
 
 from __future__ import annotations
@@ -21,19 +25,29 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import (
-    check_ks,
     mean_metrics,
     metric_names,
     metric_sums,
     per_user_metrics,
 )
-from coldbrew.evaluation.ranking import ScoreUsers, check_vectors, full_ranking, rank_embeddings
+from coldbrew.evaluation.protocols import (
+    PROTOCOLS,
+    original_improved,
+    original_monitor,
+)
+from coldbrew.evaluation.ranking import full_ranking
+from coldbrew.evaluation.single_pass import evaluate_dataset
+from coldbrew.evaluation.sources import ScoreUsers
 
 __all__ = [
+    "PROTOCOLS",
+    "evaluate_dataset",
     "evaluate_embeddings",
     "evaluate_scores",
     "full_ranking",
     "group_candidates",
+    "original_improved",
+    "original_monitor",
     "per_user_metrics",
     "metric_sums",
     "mean_metrics",
@@ -59,6 +73,7 @@ def evaluate_embeddings(
     split: str = "val",
     ks: Sequence[int] = (10, 20, 50),
     *,
+    protocol: str = "coldbrew",
     chunk_elements: int | None = None,
     device: torch.device | str | None = None,
     progress: bool = False,
@@ -67,24 +82,19 @@ def evaluate_embeddings(
 
     ``user_vectors`` is ``[num_users, d]``, ``item_vectors`` ``[num_items, d]``; ranking runs
     on ``device`` (default: where ``user_vectors`` live). A split without groups gives ``{}``.
-    ``progress`` shows a bar over users per group when a group takes more than one chunk.
+    ``progress`` shows a bar over users when the evaluation takes more than one chunk.
     """
-    ks = check_ks(ks)
-    shape = (dataset.num_users, dataset.num_items)
-    user_vectors, item_vectors = check_vectors(user_vectors, item_vectors, shape, device)
-    return {
-        group: rank_embeddings(
-            dataset.train,
-            positives,
-            user_vectors,
-            item_vectors,
-            candidates=group_candidates(dataset, group),
-            ks=ks,
-            chunk_elements=chunk_elements,
-            progress=f"{split} {group}" if progress else None,
-        )
-        for group, positives in dataset.groups(split).items()
-    }
+    return evaluate_dataset(
+        dataset,
+        user_vectors=user_vectors,
+        item_vectors=item_vectors,
+        splits=(split,),
+        ks=ks,
+        protocol=protocol,
+        chunk_elements=chunk_elements,
+        device=device,
+        progress=progress,
+    )[split]
 
 
 def evaluate_scores(
@@ -93,6 +103,7 @@ def evaluate_scores(
     split: str = "val",
     ks: Sequence[int] = (10, 20, 50),
     *,
+    protocol: str = "coldbrew",
     chunk_elements: int | None = None,
     device: torch.device | str | None = None,
     progress: bool = False,
@@ -103,28 +114,15 @@ def evaluate_scores(
     ``score_users`` is a method of an ``nn.Module`` (``model.score_users``), else CPU.
     ``chunk_elements`` bounds ``B × num_items``, the scores asked for at once.
     """
-    ks = check_ks(ks)
     if not callable(score_users):
         raise ColdbrewError("score_users must be callable: users (B,) -> scores (B, num_items)")
-    device = torch.device(device) if device is not None else _module_device(score_users)
-    return {
-        group: full_ranking(
-            dataset.train,
-            positives,
-            score_users=score_users,
-            candidates=group_candidates(dataset, group),
-            ks=ks,
-            chunk_elements=chunk_elements,
-            device=device,
-            progress=f"{split} {group}" if progress else None,
-        )
-        for group, positives in dataset.groups(split).items()
-    }
-
-
-def _module_device(score_users: ScoreUsers) -> torch.device:
-    owner = getattr(score_users, "__self__", None)
-    if isinstance(owner, torch.nn.Module):
-        for tensor in (*owner.parameters(), *owner.buffers()):
-            return tensor.device
-    return torch.device("cpu")
+    return evaluate_dataset(
+        dataset,
+        score_users=score_users,
+        splits=(split,),
+        ks=ks,
+        protocol=protocol,
+        chunk_elements=chunk_elements,
+        device=device,
+        progress=progress,
+    )[split]

@@ -58,9 +58,10 @@ def per_user_metrics(
             f"num_positives has shape {tuple(num_positives.shape)}; expected ({num_users},)"
         )
     device = hits.device
-    hits = hits.to(torch.float64)
-    positives = num_positives.to(device=device, dtype=torch.float64)
     longest = max(ks)
+    hits = hits[:, :longest].to(torch.float64)  # ranks past the largest K count nowhere
+    width = hits.shape[1]
+    positives = num_positives.to(device=device, dtype=torch.float64)
     # discount[r] = 1 / log2(r + 2) for ranks r = 0 .. max(ks) - 1
     discount = 1.0 / torch.log2(torch.arange(longest, device=device, dtype=torch.float64) + 2.0)
     ideal_dcg = discount.cumsum(0)  # ideal_dcg[n - 1] = DCG of n hits at the top
@@ -100,3 +101,59 @@ def mean_metrics(
         return {}
     sums = metric_sums(hits, num_positives, ks).tolist()
     return {name: total / num_users for name, total in zip(metric_names(ks), sums, strict=True)}
+
+
+class MetricSums:
+    """Per-user metrics summed over users, for hit matrices over a fixed array of users.
+
+    Everything that does not depend on the hits is computed once: per-rank prefix masks and
+    discounted prefix masks (``(W, 2 len(ks))``, so every K's hit count and DCG come from one
+    matrix product), ``1 / |positives|`` and ``1 / IDCG@K`` per user. ``num_positives`` is
+    ``(..., U)``; a user with none gets weight 1 and, having no hit, adds 0 everywhere. Equal to
+    ``per_user_metrics`` summed, up to float64 rounding.
+    """
+
+    def __init__(self, num_positives: torch.Tensor, ks: Sequence[int], width: int):
+        self.ks = check_ks(ks)
+        device = num_positives.device
+        cutoffs = torch.tensor(self.ks, device=device)
+        width = min(width, max(self.ks))  # ranks past the largest K count nowhere
+        ranks = torch.arange(width, device=device, dtype=torch.float64)
+        prefix = (ranks[:, None] < cutoffs[None, :]).to(torch.float64)  # (W, len(ks))
+        discount = 1.0 / torch.log2(ranks + 2.0)
+        self.rank_weights = torch.cat([prefix, discount[:, None] * prefix], dim=1)
+        self.width = width
+        longest = torch.arange(max(self.ks), device=device, dtype=torch.float64)
+        ideal_dcg = (1.0 / torch.log2(longest + 2.0)).cumsum(0)  # [n - 1]: DCG of n top hits
+        positives = num_positives.clamp(min=1)
+        self.inverse_positives = 1.0 / positives.to(torch.float64)  # (..., U)
+        ideal_length = torch.minimum(positives[..., None], cutoffs) - 1  # (..., U, len(ks))
+        self.inverse_ideal = 1.0 / ideal_dcg[ideal_length]
+        self.inverse_ks = 1.0 / cutoffs.to(torch.float64)
+
+    def __call__(self, hits: torch.Tensor, first: int = 0, last: int | None = None):
+        """Sums over users ``[first, last)`` of hits ``(..., last - first, W)``: ``(..., M)``,
+        metrics in ``metric_names(ks)`` order."""
+        hits = hits[..., : self.width].to(torch.float64)
+        width = hits.shape[-1]
+        totals = hits @ self.rank_weights[:width]  # (..., B, 2 len(ks)): hit counts, then DCG
+        num_hits, dcg = totals.chunk(2, dim=-1)
+        inverse_positives = self.inverse_positives[..., first:last, None]  # (..., B, 1)
+        sums = torch.stack(
+            [
+                num_hits.sum(-2) * self.inverse_ks,  # precision
+                (num_hits * inverse_positives).sum(-2),  # recall
+                (dcg * self.inverse_ideal[..., first:last, :]).sum(-2),  # NDCG
+                (num_hits > 0).sum(-2, dtype=torch.float64),  # hit
+            ],
+            dim=-1,
+        )  # (..., len(ks), 4)
+        return sums.flatten(-2)  # k-major, as metric_names
+
+
+def metric_sums_by_row_block(
+    hits: torch.Tensor, num_positives: torch.Tensor, ks: Sequence[int]
+) -> torch.Tensor:
+    """``(L, metrics)`` sums of ``per_user_metrics`` for ``(L, U, W)`` hits and ``(L, U)``
+    positive counts: several hit matrices over the same users at once."""
+    return MetricSums(num_positives, ks, hits.shape[-1])(hits)

@@ -1,0 +1,250 @@
+"""One scoring pass for every split and group == ranking each group on its own, ties included."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from coldbrew.data.dataset import Dataset
+from coldbrew.errors import ColdbrewError, DataError
+from coldbrew.evaluation import (
+    evaluate_dataset,
+    evaluate_embeddings,
+    evaluate_scores,
+    full_ranking,
+    group_candidates,
+)
+
+NUM_USERS, NUM_ITEMS, NUM_COLD = 45, 70, 18
+
+
+def make_dataset(seed: int = 0, contiguous: bool = False) -> Dataset:
+    """Training on warm items; val/test positives on unseen items; some users in one split only."""
+    rng = np.random.default_rng(seed)
+    if contiguous:  # the CLCRec layout: warm items first, then cold
+        cold_items = np.arange(NUM_ITEMS - NUM_COLD, NUM_ITEMS)
+    else:
+        cold_items = rng.choice(NUM_ITEMS, NUM_COLD, replace=False)
+    cold = np.zeros(NUM_ITEMS, dtype=bool)
+    cold[cold_items] = True
+    train = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.25) & ~cold
+    splits = {}
+    for split, absent in (("val", range(0, 6)), ("test", range(4, 12))):
+        held_out = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.12) & ~train
+        held_out[list(absent)] = False  # users without a positive in this split
+        splits[split] = {
+            "all": sp.csr_matrix(held_out.astype(np.float32)),
+            "warm": sp.csr_matrix((held_out & ~cold).astype(np.float32)),
+            "cold": sp.csr_matrix((held_out & cold).astype(np.float32)),
+        }
+    return Dataset(
+        name="random",
+        num_users=NUM_USERS,
+        num_items=NUM_ITEMS,
+        train=sp.csr_matrix(train.astype(np.float32)),
+        cold_items=cold_items,
+        splits=splits,
+    )
+
+
+def integer_vectors(seed: int = 1, dim: int = 3, levels: int = 3):
+    """Small integer vectors: exact inner products in any summation order, and many equal
+    scores, so ties at every cut-off are the norm rather than the exception."""
+    generator = torch.Generator().manual_seed(seed)
+    users = torch.randint(-levels, levels + 1, (NUM_USERS, dim), generator=generator)
+    items = torch.randint(-levels, levels + 1, (NUM_ITEMS, dim), generator=generator)
+    return users.to(torch.float64), items.to(torch.float64)
+
+
+def coldbrew_reference(scores: np.ndarray, train, positives, candidates, ks) -> dict[str, float]:
+    """One user at a time: sort the unseen candidates by score (a stable sort: equal scores
+    stay in id order), take the top K, average the CLCRec metrics over users with a positive."""
+    train, positives = train.toarray() > 0, positives.toarray() > 0
+    candidates = range(scores.shape[1]) if candidates is None else candidates
+    names = [f"{m}@{k}" for k in ks for m in ("precision", "recall", "ndcg", "hit")]
+    totals, num_users = dict.fromkeys(names, 0.0), 0
+    for user in range(scores.shape[0]):
+        positive_items = set(np.flatnonzero(positives[user]).tolist())
+        if not positive_items:
+            continue
+        num_users += 1
+        unseen = [item for item in candidates if not train[user, item]]
+        ranked = sorted(unseen, key=lambda item: -scores[user, item])
+        for k in ks:
+            top = ranked[:k]
+            hits = [rank for rank, item in enumerate(top) if item in positive_items]
+            ideal = sum(1 / math.log2(rank + 2) for rank in range(min(len(positive_items), k)))
+            totals[f"precision@{k}"] += len(hits) / k
+            totals[f"recall@{k}"] += len(hits) / len(positive_items)
+            totals[f"ndcg@{k}"] += sum(1 / math.log2(rank + 2) for rank in hits) / ideal
+            totals[f"hit@{k}"] += float(bool(hits))
+    return {name: total / num_users for name, total in totals.items()}
+
+
+def per_group(dataset: Dataset, users, items, ks, **options) -> dict:
+    """Today's path: one full ranking per (split, group)."""
+    return {
+        split: {
+            group: full_ranking(
+                dataset.train,
+                positives,
+                user_vectors=users,
+                item_vectors=items,
+                candidates=group_candidates(dataset, group),
+                ks=ks,
+                **options,
+            )
+            for group, positives in dataset.groups(split).items()
+        }
+        for split in ("val", "test")
+    }
+
+
+def assert_same(left: dict, right: dict) -> None:
+    """Equal metrics; only float64 summation order may differ (observed ~1e-17)."""
+    assert list(left) == list(right)
+    for split in left:
+        assert list(left[split]) == list(right[split])
+        for group in left[split]:
+            assert left[split][group] == pytest.approx(right[split][group], abs=1e-12, rel=0)
+
+
+CHUNKINGS = [
+    {},
+    {"user_chunk": 7},
+    {"chunk_elements": 64},  # column blocks inside each part
+    {"chunk_elements": 1, "user_chunk": 3},
+]
+
+
+@pytest.mark.parametrize("contiguous", [False, True], ids=["interleaved", "warm-first"])
+@pytest.mark.parametrize("ks", [(1, 5, 10), (3, 20), (50,)])
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=["one", "users", "blocks", "tiny"])
+def test_one_pass_equals_ranking_each_group_with_ties(contiguous, ks, chunking):
+    dataset = make_dataset(contiguous=contiguous)
+    users, items = integer_vectors()
+    scores = (users @ items.T).numpy()
+    _, counts = np.unique(scores, return_counts=True)
+    assert counts.max() > 100  # ties everywhere: the rule decides most cut-offs
+    result = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=ks, **chunking)
+    assert_same(result, per_group(dataset, users, items, ks, **chunking))
+    expected = {
+        split: {
+            group: coldbrew_reference(
+                scores, dataset.train, positives, group_candidates(dataset, group), ks
+            )
+            for group, positives in dataset.groups(split).items()
+        }
+        for split in ("val", "test")
+    }
+    assert_same(result, expected)
+
+
+def test_score_users_source_equals_embeddings_and_scores_the_union_once():
+    dataset = make_dataset()
+    users, items = integer_vectors(seed=5)
+    asked: list[torch.Tensor] = []
+
+    def score_users(batch: torch.Tensor) -> torch.Tensor:
+        asked.append(batch.clone())
+        return users[batch] @ items.T
+
+    by_scores = evaluate_dataset(dataset, score_users=score_users, ks=(5, 10))
+    by_vectors = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=(5, 10))
+    assert_same(by_scores, by_vectors)
+    # val lacks users 0..5 and test users 4..11: the union is everyone but users 4 and 5,
+    # each asked for once although most of them are in both splits and all three groups
+    union = [user for user in range(NUM_USERS) if user not in (4, 5)]
+    assert len(asked) == 1 and asked[0].tolist() == union
+    asked.clear()
+    evaluate_dataset(dataset, score_users=score_users, ks=(5,), chunk_elements=NUM_ITEMS * 4)
+    assert [len(batch) for batch in asked] == [4] * 10 + [3]  # the budget bounds B × items
+    assert torch.cat(asked).tolist() == union
+
+
+def test_single_split_wrappers_and_split_selection():
+    dataset = make_dataset()
+    users, items = integer_vectors(seed=2)
+    both = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=(10,))
+    only_test = evaluate_dataset(
+        dataset, user_vectors=users, item_vectors=items, splits=("test",), ks=(10,)
+    )
+    assert list(only_test) == ["test"]
+    assert_same(only_test, {"test": both["test"]})
+    assert_same(
+        {"val": evaluate_embeddings(dataset, users, items, "val", ks=(10,))}, {"val": both["val"]}
+    )
+    scores = evaluate_scores(dataset, lambda batch: users[batch] @ items.T, "test", ks=(10,))
+    assert_same({"test": scores}, {"test": both["test"]})
+    dataset.splits.pop("test")
+    assert evaluate_dataset(dataset, user_vectors=users, item_vectors=items)["test"] == {}
+    with pytest.raises(DataError, match="unknown split"):
+        evaluate_dataset(dataset, user_vectors=users, item_vectors=items, splits=("train",))
+
+
+def test_split_with_only_a_cold_group():
+    # ml-1m-coldstart's shape: validation has only a cold group; no warm part is scored
+    dataset = make_dataset()
+    dataset.splits = {"val": {"cold": dataset.splits["val"]["cold"]}}
+    users, items = integer_vectors(seed=3)
+    result = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=(5, 50))
+    expected = coldbrew_reference(
+        (users @ items.T).numpy(),
+        dataset.train,
+        dataset.splits["val"]["cold"],
+        dataset.cold_items,
+        (5, 50),
+    )
+    assert result["val"]["cold"] == pytest.approx(expected, abs=1e-12)
+    assert result["test"] == {}
+
+
+@pytest.mark.parametrize("protocol", ["coldbrew", "original"])
+def test_a_group_whose_part_is_empty(protocol):
+    # no cold item at all, yet a "cold" group (its positives are warm items): coldbrew ranks
+    # no candidate for it (every metric 0); the original ranks every item (warm ones at 1e-15)
+    dataset = make_dataset()
+    positives = dataset.splits["val"]["warm"]
+    dataset = Dataset(
+        name="no-cold",
+        num_users=NUM_USERS,
+        num_items=NUM_ITEMS,
+        train=dataset.train,
+        cold_items=np.array([], dtype=np.int64),
+        splits={"val": {"all": dataset.splits["val"]["all"], "cold": positives}},
+    )
+    users, items = integer_vectors(seed=4)
+    result = evaluate_dataset(
+        dataset, user_vectors=users, item_vectors=items, ks=(5,), protocol=protocol
+    )["val"]
+    if protocol == "coldbrew":
+        assert result["cold"] == dict.fromkeys(result["cold"], 0.0)
+        expected = coldbrew_reference(
+            (users @ items.T).numpy(), dataset.train, dataset.splits["val"]["all"], None, (5,)
+        )
+        assert result["all"] == pytest.approx(expected, abs=1e-12)
+    else:  # every item scores 1e-15 there (all are "other group"): the top 5 are ids 0..4
+        dense = positives.toarray() > 0
+        rows = dense[dense.any(1)]
+        expected_recall = (rows[:, :5].sum(1) / rows.sum(1)).mean()
+        assert result["cold"]["recall@5"] == pytest.approx(expected_recall, abs=1e-12)
+        assert expected_recall > 0
+
+
+def test_bad_sources_raise_clear_errors():
+    dataset = make_dataset()
+    users, items = integer_vectors()
+    with pytest.raises(ColdbrewError, match="not both"):
+        evaluate_dataset(dataset, user_vectors=users, item_vectors=items, score_users=len)
+    with pytest.raises(ColdbrewError, match="needs score_users"):
+        evaluate_dataset(dataset, user_vectors=users)
+    with pytest.raises(ColdbrewError, match="NaN or infinite"):
+        evaluate_dataset(
+            dataset, score_users=lambda batch: torch.full((len(batch), NUM_ITEMS), float("inf"))
+        )
+    with pytest.raises(ColdbrewError, match="protocol"):
+        evaluate_dataset(dataset, user_vectors=users, item_vectors=items, protocol="paper")
