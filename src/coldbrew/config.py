@@ -43,7 +43,18 @@ IGNORED_ORIGINAL = {
     "PATH_weight_load": "weights are not loaded from a file; continue a run with --resume RUN_DIR",
 }
 
-MAX_SEED = 2**32 - 1
+MAX_SEED = 2**32 - 1  # as coldbrew.data.dataset.MAX_SEED (a torch-free copy; a test checks)
+PROTOCOLS = ("coldbrew", "original")
+# --protocol original: the original CLCRec's settings under the user's own (given options win)
+PROTOCOL_DEFAULTS = {
+    "original": {
+        "batch_size": 256,
+        "lr": 0.001,
+        "epochs": 1000,
+        "early_stop_metric": "all/recall@10",
+        "distinct_negatives": True,
+    },
+}
 
 
 @dataclass
@@ -64,6 +75,12 @@ class TrainConfig:
         maximum=MAX_SEED,
     )
     model: str = option("clcrec", "model to train (see coldbrew train --help)")
+    protocol: str = option(
+        "coldbrew",
+        "coldbrew, or original: the original CLCRec's masking (1e-15), selection (val all "
+        "recall@10, strict >), 1000 epochs, batch 256, lr 0.001, distinct negatives",
+        choices=PROTOCOLS,
+    )
     # optimisation
     optimizer: str = option("adam", "adam (as the original) or adamw", choices=("adam", "adamw"))
     lr: float = option(0.002, "learning rate (original: 0.001)", above=0)
@@ -116,6 +133,8 @@ class TrainConfig:
         flags = {"visual": self.has_v, "acoustic": self.has_a, "text": self.has_t}
         if self.features is not None or all(v is None for v in flags.values()):
             return self.features
+        if self.protocol == "original":
+            return None  # the original loads every modality whatever has_* says
         return [name for name, on in flags.items() if on]
 
     def validate(self) -> None:
@@ -172,14 +191,20 @@ def canonical_key(key: str) -> str:
     return ALIASES.get(key, key)
 
 
+def _last_value(layers: tuple[dict[str, Any], ...], field_name: str, default: Any) -> Any:
+    """The value the last layer that sets ``field_name`` gives it (aliases included)."""
+    value = default
+    for layer in layers:
+        for key, given in layer.items():
+            if canonical_key(key) == field_name:
+                value = given
+    return value
+
+
 def _model_name(layers: tuple[dict[str, Any], ...]) -> str:
     from coldbrew.registry import resolve_model_name
 
-    name = TrainConfig.__dataclass_fields__["model"].default
-    for layer in layers:
-        for key, value in layer.items():
-            if canonical_key(key) == "model":
-                name = value
+    name = _last_value(layers, "model", TrainConfig.__dataclass_fields__["model"].default)
     if not isinstance(name, str):
         raise ColdbrewError(f"option 'model': expected a string, got {name!r}")
     return resolve_model_name(name)
@@ -199,6 +224,14 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
     from coldbrew.registry import MODELS
 
     model = _model_name(layers)
+    protocol = _last_value(layers, "protocol", TrainConfig.__dataclass_fields__["protocol"].default)
+    if protocol in PROTOCOL_DEFAULTS:
+        defaults = PROTOCOL_DEFAULTS[protocol]
+        section_fields = hints(MODELS[model].config)
+        layers = (
+            {k: v for k, v in defaults.items() if k in FIELDS or k in section_fields},
+            *layers,
+        )
     section_type = MODELS[model].config
     run_types, section_types = hints(TrainConfig), hints(section_type)
     run_values: dict[str, Any] = {"model": model}

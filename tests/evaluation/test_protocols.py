@@ -247,7 +247,7 @@ def test_mask_values_and_protocol_names():
 
 def test_original_selection_rule():
     monitor = original_monitor()
-    assert monitor == Monitor("all", "recall@10", "max")
+    assert monitor == Monitor("all", "recall@10", "max", start=0.0)
     metrics = {"all": {"recall@10": 0.2}, "cold": {"recall@10": 0.9}}
     assert monitor.value(metrics) == 0.2  # validation all-items, not the cold group
     assert not monitor.improved(0.2, 0.2)  # strict: a tie keeps the earlier epoch
@@ -259,6 +259,7 @@ def test_original_selection_rule():
         if original_improved(value, best):
             best, best_epoch = value, epoch
     assert best_epoch == 3  # first epoch reaching 0.07; the tie at epoch 4 does not replace it
-    # the one difference with a Monitor started at its worst (-inf): a 0.0 first epoch counts
-    assert monitor.improved(0.0, monitor.worst) and not original_improved(0.0, None)
+    # the best starts at 0.0, as the original's: a 0.0 first epoch is never selected
+    assert not monitor.improved(0.0, monitor.worst) and not original_improved(0.0, None)
+    assert Monitor("all", "recall@10").improved(0.0, Monitor("all", "recall@10").worst)
     assert not original_improved(float("nan"), None)

@@ -183,13 +183,13 @@ def test_final_results_reuse_the_best_epochs_validation(tmp_path, monkeypatch):
     from coldbrew.tasks.recommendation import RecommendationTask
 
     evaluated = []
-    real = RecommendationTask.evaluate
+    real = RecommendationTask.evaluate_splits
 
-    def counting(self, model, split, progress=False):
-        evaluated.append(split)
-        return real(self, model, split, progress=progress)
+    def counting(self, model, splits, progress=False):
+        evaluated.extend(splits)
+        return real(self, model, splits, progress=progress)
 
-    monkeypatch.setattr(RecommendationTask, "evaluate", counting)
+    monkeypatch.setattr(RecommendationTask, "evaluate_splits", counting)
     config = make_config({"data": "synthetic:small", "epochs": 2, "quiet": True, "num_neg": 8})
     results = train(config, tmp_path / "run")
     assert evaluated == ["val", "val", "test"]  # one validation per epoch, then test once

@@ -86,6 +86,13 @@ def add_parsers(commands) -> None:
     )
     evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     evaluate.add_argument(
+        "--protocol",
+        choices=["coldbrew", "original"],
+        default=None,
+        help="re-score with coldbrew's masking (-inf, a group ranks its own items) or the "
+        "original CLCRec's (1e-15 for training and other-group items); default: the run's",
+    )
+    evaluate.add_argument(
         "--trust-pickle",
         action="store_true",
         default=None,
@@ -188,6 +195,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         splits=args.split,
         device=args.device,
         trust_pickle=args.trust_pickle,
+        protocol=args.protocol,
     )
     if args.json:
         print(json.dumps(output))

@@ -1,36 +1,48 @@
 """Evaluate a recommender through the model contract: its own ``score_users`` where it overrides
-the default, else its embedding matrices (ranked block by block, never ``users × items`` at once)."""
+the default, else its embedding matrices (ranked block by block, never ``users × items`` at once);
+every requested split from one scoring pass."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from coldbrew.data.dataset import Dataset
-from coldbrew.evaluation import evaluate_embeddings, evaluate_scores
+from coldbrew.evaluation.single_pass import evaluate_dataset
 from coldbrew.models.base import Recommender
 
 
 def evaluate_model(
     model: Recommender,
     dataset: Dataset,
-    split: str,
+    splits: Sequence[str] = ("val",),
     *,
     ks: Sequence[int] = (10, 20, 50),
+    protocol: str = "coldbrew",
     chunk_elements: int | None = None,
     progress: bool = False,
-) -> dict[str, dict[str, float]]:
-    """Full-ranking metrics ``{group: {metric: value}}`` of ``model`` on ``split``; the model's
-    train/eval mode is restored afterwards."""
-    options = {"split": split, "ks": ks, "chunk_elements": chunk_elements, "progress": progress}
+    shard: tuple[int, int, Callable[[torch.Tensor], torch.Tensor]] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Full-ranking metrics ``{split: {group: {metric: value}}}`` of ``model``; its train/eval
+    mode is restored afterwards. ``shard=(rank, world, sum)``: this process ranks every
+    ``world``-th user from ``rank`` and ``sum`` adds the totals over processes."""
+    model = getattr(model, "module", model)  # DistributedDataParallel holds the model here
+    options = {
+        "splits": tuple(splits),
+        "ks": ks,
+        "protocol": protocol,
+        "chunk_elements": chunk_elements,
+        "progress": progress,
+        "shard": shard,
+    }
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
             if type(model).score_users is not Recommender.score_users:
-                return evaluate_scores(dataset, model.score_users, **options)
+                return evaluate_dataset(dataset, score_users=model.score_users, **options)
             users, items = model.user_embeddings().float(), model.item_embeddings().float()
-            return evaluate_embeddings(dataset, users, items, **options)
+            return evaluate_dataset(dataset, user_vectors=users, item_vectors=items, **options)
     finally:
         model.train(was_training)

@@ -53,17 +53,14 @@ def mask_value(protocol: str) -> float:
 
 
 def original_monitor() -> Monitor:
-    """The original's selection metric: validation ``all`` Recall@10, higher is better.
-
-    ``Monitor.improved`` is strict (``value > best``), as the original's ``>``. One difference
-    remains for the engine to mirror: the original's best starts at ``ORIGINAL_INITIAL_BEST``
-    (0.0), ``Monitor.worst`` at ``-inf``, so an epoch with Recall@10 = 0 is selected by a
-    ``Monitor`` but never by the original (``original_improved``).
-    Needs ``10`` among the evaluated ks.
+    """The original's selection metric: validation ``all`` Recall@10, higher is better, strictly
+    (``Monitor.improved`` is ``value > best``, as the original's ``>``), the best starting at
+    ``ORIGINAL_INITIAL_BEST`` (0.0): an epoch with Recall@10 = 0 is never selected. Needs ``10``
+    among the evaluated ks.
     """
     from coldbrew.tasks.base import Monitor  # lazily: a task module may import this package
 
-    return Monitor("all", "recall@10", "max")
+    return Monitor("all", "recall@10", "max", start=ORIGINAL_INITIAL_BEST)
 
 
 def original_improved(value: float, best: float | None) -> bool:

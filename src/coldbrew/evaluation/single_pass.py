@@ -23,7 +23,7 @@ the model's ``(B, num_items)`` output with ``score_users``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +91,7 @@ def evaluate_dataset(
     user_chunk: int | None = None,
     device: torch.device | str | None = None,
     progress: bool = False,
+    shard: tuple[int, int, Callable[[torch.Tensor], torch.Tensor]] | None = None,
 ) -> Metrics:
     """``{split: {group: {"recall@20": ...}}}`` for every group of every split in ``splits``.
 
@@ -100,6 +101,9 @@ def evaluate_dataset(
     or ``"original"`` (``coldbrew.evaluation.protocols``). A split without groups gives ``{}``.
     ``chunk_elements`` bounds the scores held at once (default 2**24), ``user_chunk`` fixes the
     users per chunk; ``progress`` shows a bar over users when there is more than one chunk.
+    ``shard=(rank, world, sum)``: rank every ``world``-th user from ``rank`` only, and let
+    ``sum`` (an all-reduce) add each process's metric totals and user counts before dividing,
+    so every process returns the metrics of all users.
     """
     ks, protocol = check_ks(ks), check_protocol(protocol)
     source = _make_source(dataset, user_vectors, item_vectors, score_users, device)
@@ -112,16 +116,21 @@ def evaluate_dataset(
         return result
     budget = DEFAULT_CHUNK_ELEMENTS if chunk_elements is None else int(chunk_elements)
     table_bytes = 4 * budget  # the bytes of a chunk's float32 scores
-    plan = _make_pass(dataset, wanted, ks, protocol, source.device, table_bytes)
+    plan = _make_pass(dataset, wanted, ks, protocol, source.device, table_bytes, shard)
     totals = _rank_all(source, plan, ks, mask_value(protocol), chunk_elements, user_chunk, progress)
     names = metric_names(ks)
     nonfinite = getattr(source, "nonfinite", torch.zeros((), dtype=torch.float64))
-    *flat, bad_chunks = torch.cat([totals.reshape(-1), nonfinite.reshape(1).to(totals)]).tolist()
+    counts = torch.tensor(plan.num_users, dtype=torch.float64, device=totals.device)
+    packed = torch.cat([totals.reshape(-1), counts, nonfinite.reshape(1).to(totals)])
+    if shard is not None:
+        packed = shard[2](packed)  # every process's totals added up
+    *flat, bad_chunks = packed.tolist()
     if bad_chunks:
         raise ColdbrewError("score_users returned NaN or infinite scores")
+    user_counts = flat[len(plan.pairs) * len(names) :]
     for index, (split, group) in enumerate(plan.pairs):
         sums = flat[index * len(names) : (index + 1) * len(names)]
-        count = plan.num_users[index]
+        count = user_counts[index]
         result[split][group] = {
             name: total / max(count, 1) for name, total in zip(names, sums, strict=True)
         }
@@ -151,10 +160,19 @@ def _make_source(dataset, user_vectors, item_vectors, score_users, device):
 
 
 def _make_pass(
-    dataset: Dataset, wanted: dict, ks: tuple[int, ...], protocol: str, device, table_bytes: int
+    dataset: Dataset,
+    wanted: dict,
+    ks: tuple[int, ...],
+    protocol: str,
+    device,
+    table_bytes: int,
+    shard=None,
 ) -> _Pass:
     top = max(ks)
     users = users_with_positives(*wanted.values())  # the union: each user is scored once
+    if shard is not None:
+        rank, world, _ = shard
+        users = users[rank::world]
     pairs = list(wanted)
     groups = list(dict.fromkeys(group for _, group in pairs))
     candidates = {"warm": dataset.warm_items, "cold": dataset.cold_items}

@@ -298,7 +298,7 @@ def build(dataset: Dataset, config) -> CLCRec:
     neighbors = None
     if options.neighbor_loss:
         neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
-    return CLCRec.from_dataset(
+    model = CLCRec.from_dataset(
         dataset,
         dim=options.dim,
         hidden=options.hidden,
@@ -310,3 +310,8 @@ def build(dataset: Dataset, config) -> CLCRec:
         neighbors=neighbors,
         neighbor_weight=options.neighbor_weight,
     )
+    if config.protocol == "original" and model.encoder.word_table is not None:
+        # the original wraps its word-table mean in torch.tensor(...), a detached copy: the
+        # table keeps its initial values
+        model.encoder.word_table.requires_grad_(False)
+    return model

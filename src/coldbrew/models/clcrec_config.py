@@ -15,6 +15,9 @@ class CLCRecConfig:
     hidden: int = option(256, "width of the content encoder's hidden layer", minimum=1)
     reg_weight: float = option(0.1, "weight of the mean-L2-norm regulariser", minimum=0)
     num_neg: int = option(128, "negatives per positive", minimum=1)
+    distinct_negatives: bool = option(
+        False, "a positive's negatives all differ (the original's random.sample; slower)"
+    )
     lr_lambda: float = option(0.5, "λ: item-content vs user-item InfoNCE", minimum=0, maximum=1)
     temp_value: float = option(2.0, "InfoNCE temperature", above=0)
     num_sample: float = option(

@@ -36,6 +36,7 @@ class Monitor:
     section: str
     metric: str
     mode: str = "max"  # "max" or "min"
+    start: float | None = None  # the best before any evaluation (None: the worst value)
 
     def __post_init__(self) -> None:
         if self.mode not in ("max", "min"):
@@ -47,6 +48,9 @@ class Monitor:
 
     @property
     def worst(self) -> float:
+        """The best before any evaluation: ``start``, else -inf (max) or +inf (min)."""
+        if self.start is not None:
+            return self.start
         return -math.inf if self.mode == "max" else math.inf
 
     def value(self, metrics: Metrics) -> float:
@@ -88,3 +92,9 @@ class Task(ABC):
     @abstractmethod
     def splits(self) -> tuple[str, ...]:
         """The evaluation splits this task's data has (``("val", "test")``, or fewer)."""
+
+    def evaluate_splits(
+        self, model: torch.nn.Module, splits: tuple[str, ...], *, progress: bool = False
+    ) -> dict[str, Metrics]:
+        """``{split: metrics}``; a task that can score several splits in one pass overrides it."""
+        return {split: self.evaluate(model, split, progress=progress) for split in splits}

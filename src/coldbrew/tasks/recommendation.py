@@ -20,22 +20,26 @@ from coldbrew.data.dataset import SPLITS, Dataset
 from coldbrew.data.sampling import NegativeSampler
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.model import evaluate_model
+from coldbrew.evaluation.protocols import ORIGINAL_INITIAL_BEST
 from coldbrew.models.base import Batch
 from coldbrew.tasks.base import Metrics, Monitor, Task
 
 
-def default_monitor(dataset: Dataset, ks: Sequence[int], early_stop_metric: str | None) -> Monitor:
+def default_monitor(
+    dataset: Dataset, ks: Sequence[int], early_stop_metric: str | None, protocol: str = "coldbrew"
+) -> Monitor:
     """``early_stop_metric`` checked against what validation measures, or cold (else all)
-    recall@20 (else the smallest K)."""
+    recall@20 (else the smallest K). Under the original protocol the best starts at 0.0."""
     groups = dataset.groups("val")
     if not groups:
         raise ColdbrewError(f"{dataset.name} has no validation split to early-stop on")
+    start = ORIGINAL_INITIAL_BEST if protocol == "original" else None
     if early_stop_metric:
         group, metric = parse_monitor(early_stop_metric, list(ks))
         if group not in groups:
             offered = ", ".join(groups)
             raise ColdbrewError(f"early_stop_metric group {group!r} not in validation ({offered})")
-        return Monitor(group, metric, "max")
+        return Monitor(group, metric, "max", start=start)
     k = 20 if 20 in ks else min(ks)
     group = "cold" if "cold" in groups else ("all" if "all" in groups else next(iter(groups)))
     return Monitor(group, f"recall@{k}", "max")
@@ -52,11 +56,15 @@ class RecommendationTask(Task):
         early_stop_metric: str | None = None,
         eval_chunk_elements: int | None = None,
         compile_sampler: bool = False,
+        protocol: str = "coldbrew",
+        distinct_negatives: bool = False,
     ):
         self.dataset, self.device = dataset, torch.device(device)
         self.num_neg, self.ks, self.eval_chunk_elements = num_neg, list(ks), eval_chunk_elements
-        self.monitor = default_monitor(dataset, self.ks, early_stop_metric)
+        self.protocol, self.distinct_negatives = protocol, distinct_negatives
+        self.monitor = default_monitor(dataset, self.ks, early_stop_metric, protocol)
         self.compile_sampler = compile_sampler
+        self.shard = None  # (rank, world, sum): evaluate this rank's users, add up the totals
         self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _training_data(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,8 +80,13 @@ class RecommendationTask(Task):
                 f"use at most {num_warm}"
             )
         coo = dataset.train.tocoo()
-        self.sampler = NegativeSampler(dataset.exclusion_matrix(), dataset.warm_items, self.device)
-        self.sampler.check_users(np.unique(coo.row))
+        self.sampler = NegativeSampler(
+            dataset.exclusion_matrix(),
+            dataset.warm_items,
+            self.device,
+            replace=not self.distinct_negatives,
+        )
+        self.sampler.check_users(np.unique(coo.row), num_neg if self.distinct_negatives else None)
         # Only the rank method compiles: the CPU rejection loop has data-dependent sizes. And
         # dynamic=False: its randint cannot take a symbolic batch size (a new batch size
         # recompiles instead; an epoch has two: full batches and the last, shorter one).
@@ -95,6 +108,8 @@ class RecommendationTask(Task):
             early_stop_metric=config.early_stop_metric,
             eval_chunk_elements=config.eval_chunk_elements,
             compile_sampler=config.compile,
+            protocol=config.protocol,
+            distinct_negatives=getattr(config.model_options, "distinct_negatives", False),
         )
 
     def _sample(self, users: torch.Tensor) -> torch.Tensor:
@@ -110,13 +125,21 @@ class RecommendationTask(Task):
         return Batch(users=users, items=torch.cat([all_items[index, None], negatives], dim=1))
 
     def evaluate(self, model: torch.nn.Module, split: str, *, progress: bool = False) -> Metrics:
+        return self.evaluate_splits(model, (split,), progress=progress)[split]
+
+    def evaluate_splits(
+        self, model: torch.nn.Module, splits: tuple[str, ...], *, progress: bool = False
+    ) -> dict[str, Metrics]:
+        """Every split from one scoring pass (``coldbrew.evaluation.single_pass``)."""
         return evaluate_model(
             model,
             self.dataset,
-            split,
+            splits,
             ks=self.ks,
+            protocol=self.protocol,
             chunk_elements=self.eval_chunk_elements,
             progress=progress,
+            shard=self.shard,
         )
 
     def splits(self) -> tuple[str, ...]:

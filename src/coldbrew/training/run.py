@@ -213,9 +213,11 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         stopped, failure = "non_finite", error
         if log_file is not None:
             log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
+    metrics = final_metrics(trainer, run_dir)
     results = None
     if trainer.distributed.is_main:
-        results = finish_run(trainer, dataset, run_dir, stopped, time.perf_counter() - started)
+        wall = time.perf_counter() - started
+        results = finish_run(trainer, dataset, run_dir, stopped, wall, metrics)
     results = trainer.distributed.broadcast(results)
     if failure is not None:
         raise failure
@@ -252,32 +254,33 @@ def flat_settings(config: TrainConfig) -> dict:
 
 
 def final_metrics(trainer: Trainer, run_dir: Path) -> dict:
-    """Every split's metrics of the best checkpoint; validation is the best epoch's own."""
+    """Every split's metrics of the best checkpoint (every rank takes part); validation is the
+    best epoch's own, the other splits come from one pass."""
     state, task = trainer.state, trainer.task
+    trainer.distributed.barrier()  # rank 0 has written best.pt
     if not (run_dir / BEST).exists():
         return {}
     trainer.model.load_state_dict(load_checkpoint(run_dir / BEST, trainer.runtime.device)["model"])
     measured = {entry["epoch"]: entry["val"] for entry in state.history}
-    metrics = {}
-    for split in task.splits():
-        if split == "val" and state.best_epoch in measured:
-            # The best checkpoint is the model of that epoch, whose validation was measured
-            # then; ranking is deterministic, so a second pass would only repeat the numbers.
-            metrics["val"] = measured[state.best_epoch]
-        else:
-            metrics[split] = task.evaluate(trainer.model, split)
-    return metrics
+    # The best checkpoint is the model of that epoch, whose validation was measured then;
+    # ranking is deterministic, so a second pass would only repeat the numbers.
+    reuse = "val" in task.splits() and state.best_epoch in measured
+    rest = tuple(split for split in task.splits() if not (reuse and split == "val"))
+    metrics = trainer.evaluate_splits(rest) if rest else {}
+    if reuse:
+        metrics = {"val": measured[state.best_epoch], **metrics}
+    return {split: metrics[split] for split in task.splits() if split in metrics}
 
 
 def finish_run(
-    trainer: Trainer, dataset: Dataset, run_dir: Path, stopped: str, wall: float
+    trainer: Trainer, dataset: Dataset, run_dir: Path, stopped: str, wall: float, metrics: dict
 ) -> dict:
     state, config, monitor = trainer.state, trainer.config, trainer.task.monitor
     results = {
         "model": config.model,
         "dataset": dataset.summary(),
         "notes": dataset.notes + config.notes,
-        "metrics": final_metrics(trainer, run_dir),
+        "metrics": metrics,
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped": stopped,

@@ -8,6 +8,7 @@ from pathlib import Path
 from coldbrew.config import load_yaml, make_config
 from coldbrew.data.dataset import SPLITS
 from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.protocols import check_protocol
 from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
 from coldbrew.training.checkpoint import BEST, load_checkpoint
@@ -34,11 +35,13 @@ def evaluate_run(
     splits=None,
     device: str = "auto",
     trust_pickle: bool | None = None,
+    protocol: str | None = None,
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json.
 
     ``splits`` defaults to every split the data has; asking for one it lacks is an error and
-    writes nothing.
+    writes nothing. ``protocol`` re-scores under ``"coldbrew"`` or ``"original"`` masking
+    (default: the run's own).
     """
     from coldbrew.models import build_model
     from coldbrew.tasks import build_task
@@ -53,6 +56,8 @@ def evaluate_run(
     if trust_pickle is not None:
         overrides["trust_pickle"] = trust_pickle
     config = make_config(saved, overrides)
+    if protocol is not None:
+        config.protocol = check_protocol(protocol)  # the masking only: training is over
     spec = model_spec(config.model)
     for name, value in spec.evaluation_overrides.items():  # training-only parts (a loss graph)
         setattr(config.model_options, name, value)
@@ -74,10 +79,11 @@ def evaluate_run(
         )
     configure_process(target)
     started = time.perf_counter()
-    metrics = {split: task.evaluate(model, split) for split in wanted if split in SPLITS}
+    metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in SPLITS))
     output = {
         "run": str(run_dir),
         "data": config.data,
+        "protocol": config.protocol,
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),

@@ -333,12 +333,22 @@ class Trainer:
         return losses, metrics
 
     def evaluate(self, split: str) -> Metrics:
-        """The task's metrics of the model on ``split``; with several processes, rank 0's,
-        sent to every rank, so all agree on the best epoch and on early stopping."""
+        return self.evaluate_splits((split,))[split]
+
+    def evaluate_splits(self, splits: tuple[str, ...]) -> dict[str, Metrics]:
+        """The task's metrics of the model on ``splits``, identical on every rank (so all agree
+        on the best epoch and on early stopping). Several processes: a task that can shard
+        (``task.shard``) ranks each rank's share of the users and all-reduces the totals;
+        another is evaluated by rank 0 and its metrics sent to the others."""
+        progress = show_progress(self.config) and self.distributed.is_main
+        distributed = self.distributed
+        if distributed.enabled and hasattr(self.task, "shard"):
+            self.task.shard = (distributed.rank, distributed.world_size, distributed.sum)
+            return self.task.evaluate_splits(self.model, splits, progress=progress)
         metrics = None
-        if self.distributed.is_main:
-            metrics = self.task.evaluate(self.model, split, progress=show_progress(self.config))
-        return self.distributed.broadcast(metrics)
+        if distributed.is_main:
+            metrics = self.task.evaluate_splits(self.model, splits, progress=progress)
+        return distributed.broadcast(metrics)
 
     def stopped_early(self) -> bool:
         return self.state.epochs_without_improvement >= self.config.patience
