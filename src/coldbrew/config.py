@@ -85,7 +85,9 @@ class TrainConfig:
     optimizer: str = option("adam", "adam (as the original) or adamw", choices=("adam", "adamw"))
     lr: float = option(0.002, "learning rate (original: 0.001)", above=0)
     weight_decay: float = option(0.0, "weight decay (biases and norms excluded)", minimum=0)
-    batch_size: int = option(2048, "samples per micro-batch (original: 256)", minimum=1)
+    batch_size: int = option(
+        2048, "samples per micro-batch (original: 256); auto: the largest that fits", minimum=1
+    )
     grad_accum: int = option(
         1, "micro-batches per optimizer step: effective batch = batch_size x N", minimum=1
     )
@@ -116,6 +118,9 @@ class TrainConfig:
     log_every: int = option(20, "update the progress bar every N steps", minimum=1)
     # the chosen model's section (not a flat option)
     model_options: Any = field(default=None, metadata={"section": True})
+    # --batch-size auto: the run picks the largest micro-batch that fits (batch_size and lr are
+    # then the reference the square-root rule scales from)
+    auto_batch_size: bool = field(default=False, metadata={"section": True})
     notes: list[str] = field(default_factory=list, metadata={"section": True})
 
     def __post_init__(self) -> None:
@@ -254,7 +259,9 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
                             inner, inner_value, model, section_types, section_values, from_text
                         )
                 continue  # another model's section does not apply to this run
-            if name in FIELDS:
+            if name == "batch_size" and isinstance(value, str) and value.strip() == "auto":
+                run_values["auto_batch_size"] = True
+            elif name in FIELDS:
                 run_values[name] = coerce(name, value, run_types[name], from_text=from_text)
             elif name == "no_cuda":
                 if coerce(name, value, bool, from_text=from_text):

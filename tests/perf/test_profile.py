@@ -262,7 +262,8 @@ def test_progress_bar_shows_gpu_stats_without_breaking_training(tmp_path, monkey
     )
     results = train(config, tmp_path / "run")
     assert results["epochs_run"] == 1
-    assert "gpu " in capsys.readouterr().err and "GiB" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "mem " in err and "GiB" in err
 
 
 @pytest.mark.slow

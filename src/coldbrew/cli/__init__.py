@@ -49,6 +49,7 @@ def handler(command: str):
         "doctor": diagnostics.run,
         "profile": diagnostics.run,
         "tune": diagnostics.run,
+        "memory": diagnostics.run,
     }
     return handlers[command]
 

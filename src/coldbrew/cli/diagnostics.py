@@ -17,6 +17,11 @@ EXAMPLES = {
     "  coldbrew profile --data synthetic --batch-size 256 --trace step.json --json",
     "tune": "Examples:\n  coldbrew tune --data ml-1m-coldstart --features genre --model clcrec --out configs/fast.yaml\n"
     "  coldbrew train --config configs/fast.yaml --out runs/fast",
+    "memory": "Examples:\n  coldbrew memory --data ml-1m-coldstart --features genre --batch-size 4096\n"
+    "  coldbrew memory --data synthetic:users=200000,items=1000000 --device-memory 80GB --gpu a100-80gb\n"
+    "  coldbrew memory --data ml-1m-coldstart --features genre --world-size 8 --json\n\n"
+    "Every figure is an estimate: the step is traced on fake tensors (shapes, no arithmetic) as a\n"
+    "GPU runs it, under PyTorch's MemTracker; see BENCHMARKS.md for estimates against measured peaks.",
 }
 
 
@@ -77,6 +82,52 @@ def add_parsers(commands) -> None:
     )
     tune.add_argument("--json", action="store_true", help="print one JSON object")
     add_config_options(tune)
+    add_memory_parser(add)
+
+
+def add_memory_parser(add) -> None:
+    memory = add("memory", "estimate a training step's memory per device and the largest batch")
+    memory.add_argument("--config", help="YAML preset; flags override it")
+    memory.add_argument("--world-size", type=int, default=1, help="processes (GPUs), default 1")
+    memory.add_argument(
+        "--device-memory",
+        default=None,
+        help="memory of one device, e.g. 80GB or 24GiB (default: this GPU's, else available RAM)",
+    )
+    memory.add_argument(
+        "--gpu",
+        default=None,
+        help="also estimate the step time on this GPU from the step's FLOPs and bytes: "
+        "rtx4090, a100-80gb or h100-sxm",
+    )
+    memory.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_options(memory)
+
+
+def memory_report(args: argparse.Namespace, started: float) -> dict:
+    from coldbrew.config import make_config
+    from coldbrew.perf.memory_estimate import GPUS, device_capacity, estimate_memory, parse_size
+    from coldbrew.system.runtime import resolve_device
+    from coldbrew.training.run import load_run_dataset
+
+    if args.world_size < 1:
+        raise ColdbrewError(f"--world-size must be at least 1, not {args.world_size}")
+    if args.gpu is not None and args.gpu not in GPUS:
+        raise ColdbrewError(f"--gpu must be one of {', '.join(GPUS)}, not {args.gpu!r}")
+    try:
+        capacity = parse_size(args.device_memory) if args.device_memory else None
+    except ValueError as error:
+        raise ColdbrewError(f"--device-memory must be {error}") from None
+    config = make_config(*config_layers(args))
+    if capacity is None:
+        capacity = device_capacity(resolve_device(config.device))
+    return estimate_memory(
+        config,
+        load_run_dataset(config),
+        world_size=args.world_size,
+        device_memory=capacity,
+        gpu=args.gpu,
+    )
 
 
 def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -149,9 +200,9 @@ def check_writable_file(path: Path, flag: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``doctor``, ``profile`` or ``tune``; print a table or one JSON object. 1 if tune wrote nothing."""
     started = time.perf_counter()
-    report = {"doctor": doctor_report, "profile": profile_report, "tune": tune_report}[
-        args.command
-    ](args, started)
+    reports = {"doctor": doctor_report, "profile": profile_report, "tune": tune_report}
+    reports["memory"] = memory_report
+    report = reports[args.command](args, started)
     if args.json:
         print(json.dumps(report, default=str))
     else:

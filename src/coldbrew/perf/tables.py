@@ -160,3 +160,45 @@ def tune_table(report: dict) -> str:
             f"wrote {report['out']}; use it with: coldbrew train --config {report['out']} --out RUN_DIR"
         )
     return "\n".join(lines)
+
+
+def _gib(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / 2**30:.2f} GiB" if value >= 2**30 else f"{value / 2**20:.1f} MiB"
+
+
+def memory_table(report: dict) -> str:
+    """``coldbrew memory``'s estimate, one figure per line (all estimates)."""
+    kinds = report["by_kind_at_peak"]
+    lines = [
+        f"memory estimate for {report['model']} on {report['data']}: micro-batch "
+        f"{report['micro_batch']}, {report['world_size']} device(s), global batch {report['global_batch']}",
+        "per device, at the step's peak (traced on fake tensors, PyTorch MemTracker):",
+    ]
+    for kind in ("parameter", "buffer", "gradient", "optstate", "activation", "temp"):
+        if kind in kinds:
+            lines.append(f"  {kind:12s} {_gib(kinds[kind])}")
+    lines += [
+        f"  {'task tables':12s} {_gib(report['task_tables_bytes'])} (positives, sampler)",
+        f"  {'DDP buckets':12s} {_gib(report['ddp_bucket_bytes'])}",
+        f"training step: {_gib(report['training_peak_bytes'])} = {_gib(report['fixed_bytes'])} fixed"
+        f" + {report['activation_bytes_per_sample'] / 2**10:.1f} KiB per sample",
+        f"evaluation (formula: embeddings + one score block): {_gib(report['evaluation_bytes_formula'])}",
+    ]
+    if report["device_memory_bytes"]:
+        lines.append(
+            f"device memory {_gib(report['device_memory_bytes'])}: largest micro-batch within 90%: "
+            f"{report['largest_micro_batch']}; suggested (at most 1/8 of an epoch): "
+            f"{report.get('suggested_micro_batch')}"
+        )
+    roofline = report.get("roofline")
+    if roofline:
+        lines.append(
+            f"estimated step on {roofline['gpu']} ({roofline['precision']}): "
+            f"{roofline['step_seconds'] * 1e3:.2f} ms = max(compute {roofline['compute_seconds'] * 1e3:.2f}, "
+            f"memory {roofline['memory_seconds'] * 1e3:.2f}) + launches {roofline['launch_seconds'] * 1e3:.2f} ms"
+            f" -> {roofline['samples_per_second']:,.0f} samples/s ({roofline['bound']}-bound)"
+        )
+    lines.append("all figures are estimates")
+    return "\n".join(lines)

@@ -60,3 +60,22 @@ def peak_rss_bytes() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return peak_memory_bytes(torch.device("cpu"))
+
+
+def memory_postfix(device: torch.device) -> str:
+    """``"mem 1.2/3.0/24.0GiB gpu 87%"`` on a GPU (allocated/reserved/total, utilisation from
+    NVML when installed); ``"rss 2.31GiB"`` on the CPU. Reads counters, never syncs a device."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        allocated = torch.cuda.memory_allocated(index) / 2**30
+        reserved = torch.cuda.memory_reserved(index) / 2**30
+        total = torch.cuda.get_device_properties(index).total_memory / 2**30
+        text = f"mem {allocated:.1f}/{reserved:.1f}/{total:.1f}GiB"
+        from coldbrew.system.nvml import gpu_stats
+
+        stats = gpu_stats(index)
+        if stats is not None:
+            text += f" gpu {stats['utilization_percent']}%"
+        return text
+    rss = rss_bytes()
+    return f"rss {rss / 2**30:.2f}GiB" if rss is not None else ""

@@ -145,6 +145,23 @@ def train(
     return _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed)
 
 
+def resolve_auto_batch(config: TrainConfig, dataset, distributed: Distributed) -> None:
+    """``--batch-size auto``: rank 0 estimates the largest micro-batch that fits this device
+    (``coldbrew.perf.memory_estimate``), every rank takes it, with the square-root-scaled lr;
+    the run's config.yaml records the result."""
+    from coldbrew.perf.memory_estimate import auto_batch
+    from coldbrew.system.runtime import resolve_device
+
+    device = resolve_device(distributed.device_name(config.device))
+    distributed.start(device)
+    chosen = None
+    if distributed.is_main:
+        chosen = auto_batch(config, dataset, device, distributed.world_size)
+    batch, lr, note = distributed.broadcast(chosen)
+    config.batch_size, config.lr, config.auto_batch_size = batch, lr, False
+    config.notes.append(note)
+
+
 def restarted_by_torchrun() -> bool:
     return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
 
@@ -160,6 +177,8 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
 
 def _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed) -> dict:
     dataset = dataset if dataset is not None else load_run_dataset(config)
+    if config.auto_batch_size:
+        resolve_auto_batch(config, dataset, distributed)
     options = {"on_epoch_end": on_epoch_end, "distributed": distributed}
     trainer = build_trainer(config, dataset, **options)  # refusals come here
     if not distributed.is_main:

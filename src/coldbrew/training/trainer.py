@@ -68,6 +68,15 @@ class TrainState:
         return dict(self.__dict__)
 
 
+def on_device(model: torch.nn.Module, device: torch.device) -> bool:
+    """Whether every parameter and buffer already lives on ``device`` (then ``.to`` is skipped:
+    it would try to swap fake tensors when ``coldbrew memory`` traces a step)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return all(
+        t.device.type == device.type and t.device.index in (None, device.index) for t in tensors
+    )
+
+
 def show_progress(config: TrainConfig) -> bool:
     """Bars only on a terminal: redirected logs get epoch lines, not carriage-return frames."""
     return not config.quiet and sys.stderr.isatty()
@@ -92,7 +101,7 @@ class Trainer:
         self.distributed = distributed or Distributed()
         self.run_dir = Path(run_dir) if run_dir else None
         self.log, self.on_epoch_end = log, on_epoch_end
-        self.model = model.to(runtime.device)
+        self.model = model if on_device(model, runtime.device) else model.to(runtime.device)
         self.micro_batch = config.batch_size  # halved by out-of-memory recovery
         # one optimizer step: batch_size x grad_accum samples on each of world_size ranks
         self.step_samples = config.batch_size * config.grad_accum * self.distributed.world_size
@@ -212,7 +221,7 @@ class Trainer:
                 bad, torch.full_like(first_bad_step, steps), first_bad_step
             )
             if steps % config.log_every == 0:
-                self._gpu_postfix(bar)
+                self._memory_postfix(bar)
                 bar.update(min(count, start + self.step_samples) - bar.n)
         bar.update(count - bar.n)
         bar.close()
@@ -239,16 +248,15 @@ class Trainer:
         generator = torch.Generator(device=self.runtime.device)
         return generator.manual_seed(self.distributed.order_seed(seed, epoch))
 
-    def _gpu_postfix(self, bar) -> None:
-        """GPU utilisation and memory next to the bar's samples/s (NVML reads: no device sync)."""
-        device = self.runtime.device
-        if bar.disable or device.type != "cuda":
+    def _memory_postfix(self, bar) -> None:
+        """Live memory next to the bar's samples/s: on a GPU allocated/reserved of total (the
+        allocator's host-side counters) and NVML's utilisation, on the CPU the process's
+        resident memory. No device sync."""
+        if bar.disable:
             return
-        from coldbrew.system.nvml import format_stats, gpu_stats
+        from coldbrew.system.memory import memory_postfix
 
-        stats = gpu_stats(device.index if device.index is not None else torch.cuda.current_device())
-        if stats is not None:
-            bar.set_postfix_str(format_stats(stats), refresh=False)
+        bar.set_postfix_str(memory_postfix(self.runtime.device), refresh=False)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self) -> dict:
