@@ -4,8 +4,9 @@ Prints JSON lines:
   1. ``checkpoint``: bytes of ``torch.save(checkpoint(model))`` for cache, dynamic frozen,
      dynamic LoRA and (for scale) dynamic full fine-tuning, with all-MiniLM-L6-v2 on
      ml-1m-coldstart, and the trainable parameter counts;
-  2. ``estimate``: ``coldbrew.models.lm.memory.estimate_memory`` per device for cache, frozen
-     and LoRA at batch 512/1024/2048 on 1/2/4/8 devices (ml-1m-coldstart's shapes);
+  2. ``estimate``: ``coldbrew.models.lm.memory.estimate_memory`` per device for cache, frozen,
+     LoRA and LoRA with activation checkpointing at batch 512/1024/2048 on 1/2/4/8 devices
+     (ml-1m-coldstart's shapes);
   3. ``measured``: one fresh process per configuration that fits this machine: peak RSS
      (``VmHWM``, reset after the build) over a few training steps minus the RSS after the build,
      against the estimate's step terms (activations + gradients + Adam) for one device, both
@@ -48,12 +49,18 @@ MODES = {
     "dynamic-frozen": {"lm_mode": "dynamic", "freeze": True},
     "dynamic-lora": {"lm_mode": "dynamic", "lora": None},  # filled from --lora
     "dynamic-full": {"lm_mode": "dynamic"},
+    "dynamic-lora-checkpointed": {"lm_mode": "dynamic", "lora": None, "grad_checkpointing": True},
 }
 # glibc by default keeps freed blocks below its adaptive mmap threshold (up to 32 MiB) in the
 # heap, so RSS can stay above the live tensors; a fixed 64 KiB threshold returns every large
 # block to the system when freed, so the peak RSS then follows the live bytes.
 ALLOCATORS = {"glibc-default": {}, "large-blocks-returned": {"MALLOC_MMAP_THRESHOLD_": "65536"}}
-ESTIMATE_MODE = {"cache": "cache", "dynamic-frozen": "frozen", "dynamic-lora": "lora"}
+ESTIMATE_MODE = {  # estimate_memory's (mode, checkpointing) of each measured mode
+    "cache": ("cache", False),
+    "dynamic-frozen": ("frozen", False),
+    "dynamic-lora": ("lora", False),
+    "dynamic-lora-checkpointed": ("lora", True),
+}
 # (mode, batch): what fits in a few GB here; the dynamic backbone's saved activations grow
 # with distinct items x tokens, so its batches are small.
 MEASURED = [
@@ -63,6 +70,7 @@ MEASURED = [
     ("dynamic-frozen", 64),
     ("dynamic-lora", 8),
     ("dynamic-lora", 16),
+    ("dynamic-lora-checkpointed", 16),
 ]
 
 
@@ -73,7 +81,9 @@ def load():
 def checkpoint_sizes(dataset, lora: str) -> list[dict]:
     rows = []
     for name, options in MODES.items():
-        options = {**options, "lora": lora} if name == "dynamic-lora" else options
+        if name == "dynamic-lora-checkpointed":
+            continue  # the same trainable state as dynamic-lora
+        options = {**options, "lora": lora} if "lora" in options else options
         torch.manual_seed(0)
         model = build(dataset, LMConfig(**options), progress=False)
         buffer = io.BytesIO()
@@ -110,11 +120,23 @@ def estimate_grid(dataset, tokens: int, rank: int) -> None:
         tokens=tokens,
         lora_parameters=lora_size(MINILM, rank),
     )
-    for mode in ("cache", "frozen", "lora"):
+    variants = {
+        "cache": ("cache", False),
+        "frozen": ("frozen", False),
+        "lora": ("lora", False),
+        "lora-checkpointed": ("lora", True),
+    }
+    for name, (mode, checkpointing) in variants.items():
         for batch in (512, 1024, 2048):
             for devices in (1, 2, 4, 8):
-                estimate = estimate_memory(mode=mode, batch_size=batch, devices=devices, **shape)
-                row = {"kind": "estimate", "mode": mode, "batch": batch, "devices": devices}
+                estimate = estimate_memory(
+                    mode=mode,
+                    batch_size=batch,
+                    devices=devices,
+                    checkpointing=checkpointing,
+                    **shape,
+                )
+                row = {"kind": "estimate", "mode": name, "batch": batch, "devices": devices}
                 print(json.dumps({**row, "tokens": tokens, **estimate.as_dict()}), flush=True)
 
 
@@ -130,7 +152,7 @@ def measure_one(mode: str, batch: int, lora: str, steps: int) -> dict:
     steps, read the peak. Also returns the largest step's shape (distinct items, tokens)."""
     torch.set_num_threads(2)
     dataset = load()
-    options = {**MODES[mode], "lora": lora} if mode == "dynamic-lora" else MODES[mode]
+    options = {**MODES[mode], "lora": lora} if "lora" in MODES[mode] else MODES[mode]
     torch.manual_seed(0)
     model = build(dataset, LMConfig(**options), progress=False)
     sampler = NegativeSampler(dataset.exclusion_matrix(), dataset.warm_items)
@@ -168,7 +190,7 @@ def measure_one(mode: str, batch: int, lora: str, steps: int) -> dict:
     }
 
 
-def measure_all(dataset, tokens: int, lora: str, steps: int) -> None:
+def measure_all(dataset, tokens: int, lora: str, steps: int, configurations: list) -> None:
     shape = dict(
         backbone=MINILM,
         num_users=dataset.num_users,
@@ -176,7 +198,7 @@ def measure_all(dataset, tokens: int, lora: str, steps: int) -> None:
         num_warm=dataset.num_items - len(dataset.cold_items),
         lora_parameters=lora_size(MINILM, int(lora.split(",")[0])),
     )
-    for (mode, batch), allocator in itertools.product(MEASURED, ALLOCATORS):
+    for (mode, batch), allocator in itertools.product(configurations, ALLOCATORS):
         run = subprocess.run(
             [sys.executable, __file__, "--measure-one", mode, str(batch), "--lora", lora],
             capture_output=True,
@@ -186,16 +208,14 @@ def measure_all(dataset, tokens: int, lora: str, steps: int) -> None:
         )
         measured = json.loads(run.stdout.strip().splitlines()[-1])
         largest = measured["largest_step"]
+        estimate_mode, checkpointing = ESTIMATE_MODE[mode]
+        common = dict(mode=estimate_mode, batch_size=batch, checkpointing=checkpointing, **shape)
         estimated = {
-            "a_priori": estimate_memory(
-                mode=ESTIMATE_MODE[mode], batch_size=batch, tokens=tokens, **shape
-            ).step,
+            "a_priori": estimate_memory(tokens=tokens, **common).step,
             "at_largest_step": estimate_memory(
-                mode=ESTIMATE_MODE[mode],
-                batch_size=batch,
                 tokens=largest["tokens"] or tokens,
                 distinct_items=largest["distinct_items"],
-                **shape,
+                **common,
             ).step,
         }
         row = {"kind": "measured", "mode": mode, "batch": batch, "steps": steps, **measured}
@@ -249,6 +269,11 @@ def main() -> int:
     parser.add_argument("--lora", default="8,16", help="R,ALPHA of the LoRA mode")
     parser.add_argument("--steps", type=int, default=3, help="measured training steps")
     parser.add_argument(
+        "--measure",
+        default=",".join(f"{mode}:{batch}" for mode, batch in MEASURED),
+        help="MODE:BATCH,... configurations whose peak RSS is measured",
+    )
+    parser.add_argument(
         "--parts",
         default="checkpoint,estimate,measure,saved",
         help="which parts to run (comma-separated)",
@@ -275,7 +300,11 @@ def main() -> int:
     if "estimate" in parts:
         estimate_grid(dataset, tokens, int(args.lora.split(",")[0]))
     if "measure" in parts:
-        measure_all(dataset, tokens, args.lora, args.steps)
+        configurations = [
+            (mode, int(batch))
+            for mode, batch in (item.split(":") for item in args.measure.split(","))
+        ]
+        measure_all(dataset, tokens, args.lora, args.steps, configurations)
     if "saved" in parts:
         count_saved(args.lora)
     return 0

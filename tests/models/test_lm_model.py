@@ -298,3 +298,31 @@ def test_same_seed_same_result(gpt2):
     assert torch.equal(runs[0][1], runs[1][1])
     other = make(gpt2, seed=4, lm_mode="dynamic", lora="4,8")
     assert train_steps(other, 3) != runs[0][0]
+
+
+# ---------------------------------------------------------------------------------- real data
+def test_ml100k_items_and_users_are_described_by_text(gpt2):
+    import warnings
+
+    from coldbrew.data import movielens
+    from conftest import shared_path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dataset = movielens.load(shared_path("ml-100k"), features=[])
+    model = make(gpt2, dataset=dataset, max_length=32)
+    width = model.item_text.shape[1]
+    assert model.user_features.shape == (943, 2 * width)  # history + u.user text
+    model.eval()
+    assert model.item_embeddings().shape == (1682, 8)
+    assert torch.isfinite(model.score_users(torch.arange(4))).all()
+
+
+def test_clcrec_layout_is_refused_with_a_clear_error(gpt2):
+    from coldbrew.data import clcrec_layout
+    from conftest import shared_path
+
+    with pytest.warns(UserWarning):  # the unpublished feature files are missing
+        dataset = clcrec_layout.load(shared_path("clcrec-movielens"), trust_pickle=True)
+    with pytest.raises(ColdbrewError, match="needs item texts"):
+        make(gpt2, dataset=dataset)
