@@ -61,7 +61,7 @@ class LMConfig:
     loss: str = "bpr"  # bpr | infonce
     num_neg: int | None = None  # negatives per positive; None: 1 for bpr, 16 for infonce
     temperature: float = 1.0  # infonce logits are scores / temperature
-    id_dropout: float = 0.5  # training: drop a warm item's ID vector with this probability
+    id_dropout: float = 0.0  # training: drop a warm item's ID vector with this probability
     text_batch_size: int = 64  # texts per backbone call when embedding the catalogue
 
     def __post_init__(self) -> None:
