@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew.data import features, text_encoder
+from coldbrew.data import features, text_backbone, text_encoder
 from coldbrew.data.features import (
     article_to_front,
     display_title,
@@ -144,11 +144,11 @@ def test_empty_request_gives_no_features():
 
 # ---------------------------------------------------------------------------------- text encoder
 def test_encoding_nothing_loads_no_model(monkeypatch):
-    monkeypatch.setattr(text_encoder, "_load_model", _fail_loading)
+    monkeypatch.setattr(text_backbone, "load_backbone", _fail_loading)
     assert text_encoder.encode_texts([], cache=None).shape == (0, 384)
 
 
-def _fail_loading(device: str):
+def _fail_loading(name: str, device: str = "cpu"):
     raise AssertionError("the model must not be loaded")
 
 
@@ -168,7 +168,7 @@ def test_second_call_reads_the_cache_without_loading_the_model(tmp_path, monkeyp
     first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
     cached = list(tmp_path.iterdir())
     assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary left behind
-    monkeypatch.setattr(text_encoder, "_load_model", _fail_loading)
+    monkeypatch.setattr(text_backbone, "load_backbone", _fail_loading)
     assert torch.equal(text_encoder.encode_texts(texts, cache=tmp_path, progress=False), first)
 
 

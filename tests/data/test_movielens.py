@@ -140,6 +140,24 @@ def test_users_missing_from_u_user_are_dropped_with_a_note(tmp_path):
     assert dataset.notes == ["u.data: 2 rating(s) by 1 user(s) not in u.user (e.g. user 0) dropped"]
 
 
+def test_u_user_gives_one_text_per_user(tmp_path):
+    write_ml100k(tmp_path)
+    lines = [f"{u}|{20 + u}|{'MF'[u % 2]}|writer|0{u:04d}" for u in range(NUM_USERS, 0, -1)]
+    (tmp_path / "u.user").write_text("\n".join(lines) + "\n")  # any order: keyed by id
+    dataset = load(tmp_path)
+    assert len(dataset.user_text) == NUM_USERS
+    assert dataset.user_text[0] == "User: 21 years old, female, writer, zip code 00001."
+    assert dataset.user_text[1] == "User: 22 years old, male, writer, zip code 00002."
+    assert load(write_ml100k(tmp_path / "without")).user_text is None
+
+
+def test_malformed_u_user_is_a_data_error(tmp_path):
+    write_ml100k(tmp_path)
+    (tmp_path / "u.user").write_text("".join(f"{u}|30|M|other\n" for u in range(1, 13)))
+    with pytest.raises(DataError, match=r"u.user, line 1: expected 'id\|age\|gender"):
+        load(tmp_path)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -184,6 +202,7 @@ def test_ml100k_counts(ml100k):
     val_cold, test_cold = (np.unique(dataset.splits[s]["cold"].indices) for s in ("val", "test"))
     assert len(np.intersect1d(val_cold, test_cold)) == 0
     assert dataset.features["genre"].shape == (1682, 19)
+    assert dataset.user_text[0] == "User: 24 years old, male, technician, zip code 85711."
 
 
 def test_ml100k_is_deterministic_under_a_seed(ml100k):

@@ -70,6 +70,7 @@ class Dataset:
     known: sp.csr_matrix | None = None  # every known interaction (negatives avoid these)
     notes: list[str] = field(default_factory=list)
     item_text: list[str] | None = None  # one text per item, when the source has titles
+    user_text: list[str] | None = None  # one text per user, when the source describes users
 
     def __post_init__(self) -> None:
         self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
@@ -159,6 +160,12 @@ class Dataset:
                     raise DataError(f"{self.name}: split {split}/{group} is empty")
         for name, feature in self.features.items():
             _check_feature(name, feature, self.num_items, self.name)
+        for what, texts, count in (
+            ("item_text", self.item_text, self.num_items),
+            ("user_text", self.user_text, self.num_users),
+        ):
+            if texts is not None and len(texts) != count:
+                raise DataError(f"{self.name}: {what} has {len(texts)} entries, expected {count}")
 
 
 def _check_matrix(matrix: sp.csr_matrix, shape: tuple[int, int], what: str) -> None:

@@ -18,7 +18,8 @@ Split protocol, all draws from ``rng = np.random.default_rng(seed)`` in this ord
 
 ``cold_items`` is exactly the chosen cold items, even one without any rating; a warm item whose
 few ratings all landed in val/test stays warm. Features: ``genre`` (the 19 flags of ``u.item``)
-and ``text`` (title and genres through the sentence encoder).
+and ``text`` (title and genres through the sentence encoder). With ``u.user``, ``user_text``
+holds one sentence per user from its age, gender, occupation and zip code.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def load(
     )
     train, splits, cold_items = split
     texts = item_texts([display_title(title) for title in titles], genres)
+    user_text = None
+    if (path / "u.user").is_file():
+        by_user = read_user_texts(path / "u.user")
+        user_text = [by_user[int(user)] for user in user_ids]
     available = {
         "genre": lambda: genre_multi_hot(genres, genre_names)[0],
         "text": lambda: text_embeddings(texts, options),
@@ -108,6 +113,7 @@ def load(
         known=interactions_to_csr(pairs // shape[1], pairs % shape[1], shape),
         notes=notes,
         item_text=texts,
+        user_text=user_text,
     )
 
 
@@ -208,6 +214,26 @@ def _read_ids(path: Path) -> np.ndarray:
                     f"{path}, line {number}: id must be an integer, got {line!r}"
                 ) from None
     return np.asarray(ids, dtype=np.int64)
+
+
+def read_user_texts(path: Path) -> dict[int, str]:
+    """``user id -> "User: 24 years old, male, technician, zip code 85711."`` from ``u.user``
+    (``id|age|gender|occupation|zip``)."""
+    genders = {"M": "male", "F": "female"}
+    texts = {}
+    for number, line in enumerate(_read_lines(path), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) != 5 or not fields[0].isdigit() or not fields[1].isdigit():
+            raise DataError(
+                f"{path}, line {number}: expected 'id|age|gender|occupation|zip', got {line!r}"
+            )
+        gender = genders.get(fields[2].upper(), fields[2])
+        texts[int(fields[0])] = (
+            f"User: {fields[1]} years old, {gender}, {fields[3]}, zip code {fields[4]}."
+        )
+    return texts
 
 
 def read_ratings(path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -81,6 +81,7 @@ def _to_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], dict]:
         "features": features,
         "notes": list(dataset.notes),
         "item_text": dataset.item_text,
+        "user_text": dataset.user_text,
     }
     return arrays, manifest
 
@@ -124,6 +125,7 @@ def load(path: Path, wanted: Sequence[str] | None) -> Dataset:
         known=matrix("known"),
         notes=list(manifest["notes"]),
         item_text=manifest["item_text"],
+        user_text=manifest.get("user_text"),  # absent from manifests written before it existed
     )
 
 

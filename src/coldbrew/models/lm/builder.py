@@ -1,0 +1,155 @@
+"""``build(dataset, config)``: texts -> embeddings (cached) -> backbone -> ``LMRecommender``;
+``checkpoint(model)`` / ``restore(payload, dataset)``: only trainable state, rebuilt backbone.
+
+Text embeddings go through ``coldbrew.data.text_encoder.encode_texts``: computed once in
+batches (with a progress bar on a terminal) and cached on disk under the backbone's identity
+and the texts' hash, so a second build with the same backbone and texts never loads the model
+in cache mode. Dynamic mode always loads it (it runs in the step); on a cache miss that one
+loaded copy also embeds the catalogue, before any adapter is added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+
+import torch
+
+from coldbrew.data import text_backbone, text_encoder
+from coldbrew.data.dataset import Dataset
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.lm.backbone import TextBackbone
+from coldbrew.models.lm.config import LMConfig
+from coldbrew.models.lm.model import LMRecommender
+from coldbrew.models.lm.text import require_item_texts, user_history
+
+CHECKPOINT_FORMAT = "coldbrew-lm"
+CHECKPOINT_VERSION = 1
+
+
+def build(
+    dataset: Dataset,
+    config: LMConfig,
+    *,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> LMRecommender:
+    """The model for ``dataset`` on the CPU (``device``: where texts are embedded on a cache
+    miss, CUDA when available). Prints the trainable parameter count unless ``progress`` is off."""
+    config.validate()
+    item_texts = require_item_texts(dataset)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    loaded = None
+    if config.lm_mode == "dynamic":
+        loaded = text_backbone.load_backbone(config.backbone, "cpu")
+    embed = _embedder(config, loaded, device, progress)
+    item_text = embed(item_texts)
+    user_parts = [user_history(dataset.train, item_text)]
+    if dataset.user_text is not None:
+        user_parts.append(embed(list(dataset.user_text)))
+    user_features = torch.cat(user_parts, dim=1)  # (U, E) or (U, 2E)
+    cold_items = torch.from_numpy(dataset.cold_items)
+    if loaded is None:
+        model = LMRecommender(
+            config,
+            num_users=dataset.num_users,
+            cold_items=cold_items,
+            user_features=user_features,
+            item_text=item_text,
+        )
+    else:
+        backbone = TextBackbone(
+            loaded,
+            name=config.backbone,
+            pooling=config.pooling,
+            max_length=config.max_length,
+            freeze=config.freeze,
+            lora=config.lora_spec(),
+            grad_checkpointing=config.grad_checkpointing,
+        )
+        model = LMRecommender(
+            config,
+            num_users=dataset.num_users,
+            cold_items=cold_items,
+            user_features=user_features,
+            backbone=backbone,
+            item_tokens=backbone.tokenize(item_texts),
+        )
+    if progress:
+        print(model.describe(), file=sys.stderr)
+    return model
+
+
+def _embedder(
+    config: LMConfig,
+    loaded: text_backbone.LoadedBackbone | None,
+    device: torch.device,
+    progress: bool,
+) -> Callable[[list[str]], torch.Tensor]:
+    """``texts -> (N, E)`` through the cache; the backbone is loaded at most once, on a miss."""
+    held: list[text_backbone.LoadedBackbone] = []
+
+    def backbone_on_device() -> text_backbone.LoadedBackbone:
+        if not held:
+            held.append(loaded or text_backbone.load_backbone(config.backbone, device))
+        held[0].model.to(device)
+        return held[0]
+
+    def embed(texts: list[str]) -> torch.Tensor:
+        embeddings = text_encoder.encode_texts(
+            texts,
+            backbone=config.backbone,
+            pooling=config.pooling,
+            max_length=config.max_length,
+            batch_size=config.text_batch_size,
+            progress=progress,
+            loaded=backbone_on_device,
+        )
+        if loaded is not None:
+            loaded.model.to("cpu")  # the model's backbone starts on the CPU like the rest
+        return embeddings
+
+    return embed
+
+
+# ---------------------------------------------------------------------------------- checkpoints
+def checkpoint(model: LMRecommender) -> dict:
+    """What to save: the config (to rebuild the backbone), its identity, and the trainable state
+    (heads, ID tables, LoRA adapters; no frozen backbone weight). ``torch.load(weights_only=True)``
+    reads it back."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "config": dataclasses.asdict(model.config),
+        "backbone_identity": text_backbone.backbone_identity(model.config.backbone),
+        "state_dict": model.state_dict(),
+    }
+
+
+def restore(
+    payload: dict, dataset: Dataset, *, progress: bool = False, strict_backbone: bool = True
+) -> LMRecommender:
+    """Rebuild the model for ``dataset`` from ``payload`` (``checkpoint``'s output): the backbone
+    from its name, then the saved state. A backbone whose files changed since the save is an
+    error (``strict_backbone=False`` accepts it)."""
+    if payload.get("format") != CHECKPOINT_FORMAT:
+        raise ColdbrewError("not an lm checkpoint (format field missing or different)")
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise ColdbrewError(
+            f"lm checkpoint version {payload.get('version')}, expected {CHECKPOINT_VERSION}"
+        )
+    config = LMConfig(**payload["config"])
+    identity = text_backbone.backbone_identity(config.backbone)
+    if strict_backbone and identity != payload["backbone_identity"]:
+        raise ColdbrewError(
+            f"backbone {config.backbone!r} differs from the one this checkpoint was trained on "
+            f"({identity} against {payload['backbone_identity']})"
+        )
+    model = build(dataset, config, progress=progress)
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as error:  # e.g. ID tables sized for another dataset
+        first = str(error).splitlines()[0]
+        raise ColdbrewError(f"lm checkpoint does not fit {dataset.name!r}: {first}") from None
+    return model

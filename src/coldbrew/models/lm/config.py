@@ -1,0 +1,106 @@
+"""The LM recommender's settings: one typed source of defaults, importable without torch.
+
+``lm_mode``:
+
+* ``cache``: the backbone is frozen; every item text (and user text) is embedded once, in
+  batches, and cached on disk, so training runs at the speed of a content model.
+* ``dynamic``: the backbone runs inside the training step, on the distinct items of the step.
+  ``freeze`` trains the heads only; ``lora="R,ALPHA[,MODULE,...]"`` trains low-rank adapters
+  (``peft``); neither fine-tunes every backbone weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coldbrew.errors import ColdbrewError
+
+LM_MODES = ("cache", "dynamic")
+LOSSES = ("bpr", "infonce")
+POOLINGS = ("auto", "mean", "last", "cls")
+DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 16}  # the seed's triples; a softmax wants a few more
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    """``--lora R,ALPHA[,MODULE,...]``: rank, scale numerator and target modules (``()`` lets
+    ``peft`` pick its default for the model type, e.g. ``query,value`` for BERT)."""
+
+    rank: int
+    alpha: float
+    modules: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> LoraSpec:
+        parts = [part.strip() for part in text.split(",")]
+        try:
+            rank, alpha = int(parts[0]), float(parts[1])
+        except (ValueError, IndexError):
+            raise ColdbrewError(
+                f"--lora expects R,ALPHA[,MODULE,...] such as 8,16 or 8,16,query,value; got {text!r}"
+            ) from None
+        if rank <= 0 or alpha <= 0:
+            raise ColdbrewError(f"--lora rank and alpha must be positive, got {text!r}")
+        modules = tuple(part for part in parts[2:] if part)
+        return cls(rank, alpha, modules)
+
+
+@dataclass
+class LMConfig:
+    """Settings of ``LMRecommender``; ``build(dataset, config)`` turns them into a model."""
+
+    dim: int = 64  # width of the user and item vectors that are scored
+    hidden: int = 256  # hidden width of the projection MLPs
+    backbone: str = "all-MiniLM-L6-v2"  # packaged default, a local folder, or a hub name
+    pooling: str = "auto"  # mean | last | cls | auto (last for decoder-only models, else mean)
+    max_length: int = 256  # tokens per text
+    lm_mode: str = "cache"  # cache | dynamic
+    freeze: bool = False  # dynamic: train the heads only
+    lora: str | None = None  # dynamic: "R,ALPHA[,MODULE,...]"
+    grad_checkpointing: bool = False  # dynamic with a trained backbone: recompute activations
+    loss: str = "bpr"  # bpr | infonce
+    num_neg: int | None = None  # negatives per positive; None: 1 for bpr, 16 for infonce
+    temperature: float = 1.0  # infonce logits are scores / temperature
+    id_dropout: float = 0.0  # training: drop a warm item's ID vector with this probability
+    text_batch_size: int = 64  # texts per backbone call when embedding the catalogue
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def resolved_num_neg(self) -> int:
+        return self.num_neg if self.num_neg is not None else DEFAULT_NUM_NEG[self.loss]
+
+    def lora_spec(self) -> LoraSpec | None:
+        return None if self.lora is None else LoraSpec.parse(self.lora)
+
+    @property
+    def trains_backbone(self) -> bool:
+        """Whether any backbone weight receives gradients (LoRA, or full fine-tuning)."""
+        return self.lm_mode == "dynamic" and not self.freeze
+
+    def validate(self) -> None:
+        """Raise ``ColdbrewError`` with a one-line reason for an impossible combination."""
+        checks = [
+            (self.lm_mode in LM_MODES, f"lm_mode must be cache or dynamic, not {self.lm_mode!r}"),
+            (self.loss in LOSSES, f"loss must be bpr or infonce, not {self.loss!r}"),
+            (self.pooling in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}"),
+            (self.dim > 0 and self.hidden > 0, "dim and hidden must be positive"),
+            (self.max_length > 0, "max_length must be positive"),
+            (self.text_batch_size > 0, "text_batch_size must be positive"),
+            (self.num_neg is None or self.num_neg > 0, "num_neg must be positive"),
+            (self.temperature > 0, "temperature must be positive"),
+            (0.0 <= self.id_dropout < 1.0, "id_dropout must be in [0, 1)"),
+            (
+                self.lm_mode == "dynamic" or (not self.freeze and self.lora is None),
+                "--freeze and --lora apply to lm_mode=dynamic (cache mode is always frozen)",
+            ),
+            (not (self.freeze and self.lora is not None), "--freeze and --lora exclude each other"),
+            (
+                not self.grad_checkpointing or self.trains_backbone,
+                "--grad-checkpointing needs a trained backbone (lm_mode=dynamic without --freeze)",
+            ),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ColdbrewError(f"bad lm config: {message}")
+        self.lora_spec()

@@ -1,0 +1,177 @@
+"""Memory per device of an LM-recommender training step, estimated from shapes (no torch).
+
+``estimate_memory`` adds up, per device under data parallelism (the batch split evenly, every
+weight replicated, as DDP does), in bytes of float32:
+
+* ``parameters``: heads, ID tables, LoRA adapters, and the backbone's weights when it is held
+  (dynamic modes; cache mode drops it after embedding the catalogue);
+* ``cached_embeddings``: data held as buffers: item text vectors (cache mode), user feature
+  vectors, and the catalogue's token ids (dynamic mode);
+* ``activations``: tensors saved for the backward pass. Heads: the step's distinct items and
+  its users through two-layer MLPs. Backbone, per layer and per token of the step's distinct
+  items (``n`` items × ``tokens``): ``w·width + 2·intermediate + 3·heads·tokens`` values, with
+  ``w`` = 4 under LoRA on query and value and 10.5 under full fine-tuning. These constants were
+  counted, not guessed: every tensor saved for backward (``saved_tensors_hooks``, parameters
+  excluded) in a BERT layer under ``transformers`` 5 with SDPA attention on the CPU, at 32 to 256
+  tokens (``benchmarks/bench_lm.py --parts saved``). A frozen backbone saves nothing: its peak is
+  one layer's working set, about ``2·width + 2·intermediate`` values per token (the MLP's input,
+  residual, wide hidden state and its activation). Checkpointing keeps one ``width`` vector per
+  token per layer plus one layer's saved set;
+* ``gradients``: one value per trainable weight (``nn.Embedding`` gradients are dense: whole ID
+  tables), and as much again for DDP's gradient buckets when there is more than one device;
+* ``optimizer``: Adam's two moments per trainable weight.
+
+The step's distinct items are ``expected_distinct(per-device draws, warm items)``: draws
+uniform over warm items, an upper bound on real, popularity-skewed batches. The benchmark
+``benchmarks/bench_lm.py`` checks the step terms against measured peak RSS on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+FLOAT = 4  # bytes per float32 value
+TOKEN_ID = 8  # bytes per int64 token id
+# Values saved for backward per token per layer (counted; see the module docstring):
+SAVED_PER_WIDTH = {"lora": 4.0, "full": 10.5}  # in units of the width
+SAVED_PER_INTERMEDIATE = 2.0  # in units of the MLP's intermediate width
+SAVED_PER_ATTENTION = 3.0  # per head per attended token
+LIVE_FROZEN_PER_WIDTH = 2.0  # a frozen layer's working set, per token: 2·width + 2·intermediate
+LIVE_FROZEN_PER_INTERMEDIATE = 2.0
+MODES = ("cache", "frozen", "lora", "full")
+
+
+@dataclass(frozen=True)
+class BackboneShape:
+    """What memory depends on in a transformer encoder or decoder."""
+
+    parameters: int
+    layers: int
+    width: int
+    heads: int
+    intermediate: int
+
+    @classmethod
+    def from_config(cls, config: dict, parameters: int) -> BackboneShape:
+        """From a ``config.json`` dict (BERT or GPT-2 key names)."""
+        width = config.get("hidden_size") or config["n_embd"]
+        return cls(
+            parameters=parameters,
+            layers=config.get("num_hidden_layers") or config["n_layer"],
+            width=width,
+            heads=config.get("num_attention_heads") or config["n_head"],
+            intermediate=config.get("intermediate_size") or config.get("n_inner") or 4 * width,
+        )
+
+
+# all-MiniLM-L6-v2 (its config.json; 22,713,216 parameters counted on the loaded model)
+MINILM = BackboneShape(parameters=22_713_216, layers=6, width=384, heads=12, intermediate=1536)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per device, by part."""
+
+    parameters: int
+    cached_embeddings: int
+    activations: int
+    gradients: int
+    optimizer: int
+
+    @property
+    def step(self) -> int:
+        """What a training step adds over the built model: activations, gradients, Adam."""
+        return self.activations + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.cached_embeddings + self.step
+
+    def as_dict(self) -> dict[str, int]:
+        return {**asdict(self), "step": self.step, "total": self.total}
+
+
+def expected_distinct(draws: float, pool: int) -> float:
+    """Expected distinct values among ``draws`` uniform draws from ``pool`` values."""
+    return pool * -math.expm1(draws * math.log1p(-1.0 / pool)) if pool > 1 else min(pool, draws)
+
+
+def estimate_memory(
+    *,
+    mode: str,
+    backbone: BackboneShape,
+    num_users: int,
+    num_items: int,
+    num_warm: int,
+    batch_size: int,
+    devices: int = 1,
+    num_neg: int = 1,
+    tokens: int = 256,
+    user_feature_width: int | None = None,
+    dim: int = 64,
+    hidden: int = 256,
+    lora_parameters: int = 0,
+    checkpointing: bool = False,
+    distinct_items: float | None = None,
+) -> MemoryEstimate:
+    """Per-device bytes of one training step of ``mode`` (cache | frozen | lora | full).
+
+    ``tokens``: padded tokens per text in a step (the longest text of the step, at most
+    ``max_length``); ``user_feature_width``: history (+ user text) width, default one
+    ``backbone.width``; ``lora_parameters``: adapter weights (``--lora``; see ``lora_size``);
+    ``distinct_items``: the step's distinct items when known (default: ``expected_distinct``).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    width = backbone.width
+    user_width = user_feature_width or width
+    rows = math.ceil(batch_size / devices)  # per-device batch
+    if distinct_items is None:
+        distinct_items = expected_distinct(rows * (1 + num_neg), num_warm)
+    distinct = distinct_items
+    heads = (width + user_width) * hidden + 2 * (hidden + hidden * dim + dim)
+    ids = (num_users + num_items) * dim
+    trainable = heads + ids + (lora_parameters if mode == "lora" else 0)
+    trainable += backbone.parameters if mode == "full" else 0
+    held = 0 if mode == "cache" else backbone.parameters + lora_parameters
+    cached = num_users * user_width * FLOAT
+    cached += num_items * width * FLOAT if mode == "cache" else num_items * (tokens + 1) * TOKEN_ID
+    head_values = distinct * (width + 2 * hidden + dim) + rows * (user_width + 2 * hidden + dim)
+    head_values += rows * (1 + num_neg) * dim  # the gathered item rows of the scores
+    backbone_values = 0.0
+    if mode != "cache":
+        backbone_values = _backbone_values(backbone, distinct * tokens, tokens, mode, checkpointing)
+    return MemoryEstimate(
+        parameters=(heads + ids + held) * FLOAT,
+        cached_embeddings=int(cached),
+        activations=int((head_values + backbone_values) * FLOAT),
+        gradients=trainable * FLOAT * (2 if devices > 1 else 1),
+        optimizer=2 * trainable * FLOAT,
+    )
+
+
+def _backbone_values(
+    backbone: BackboneShape, step_tokens: float, tokens: int, mode: str, checkpointing: bool
+) -> float:
+    """Float32 values the backbone holds at the step's peak (see the module docstring)."""
+    output = step_tokens * backbone.width  # the last hidden states, pooled
+    if mode == "frozen":
+        live = LIVE_FROZEN_PER_WIDTH * backbone.width
+        live += LIVE_FROZEN_PER_INTERMEDIATE * backbone.intermediate
+        return step_tokens * live + output
+    per_token_layer = (
+        SAVED_PER_WIDTH[mode] * backbone.width
+        + SAVED_PER_INTERMEDIATE * backbone.intermediate
+        + SAVED_PER_ATTENTION * backbone.heads * tokens
+    )
+    one_layer = step_tokens * per_token_layer
+    if checkpointing:
+        return step_tokens * backbone.width * backbone.layers + one_layer + output
+    return one_layer * backbone.layers + output
+
+
+def lora_size(backbone: BackboneShape, rank: int, modules_per_layer: int = 2) -> int:
+    """Adapter weights for ``modules_per_layer`` square ``width → width`` projections per layer
+    (peft's BERT default: query and value): ``rank × (width + width)`` each."""
+    return backbone.layers * modules_per_layer * rank * 2 * backbone.width

@@ -1,0 +1,82 @@
+"""LMConfig: defaults, the LoRA flag's parsing, refused combinations, and no torch import."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from coldbrew.data import text_backbone
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.lm import config as config_module
+from coldbrew.models.lm.config import LMConfig, LoraSpec
+
+
+def test_lora_spec_parses_rank_alpha_and_modules():
+    assert LoraSpec.parse("8,16") == LoraSpec(8, 16.0, ())
+    assert LoraSpec.parse(" 4, 8.5, query ,value") == LoraSpec(4, 8.5, ("query", "value"))
+
+
+@pytest.mark.parametrize("text", ["8", "a,16", "8,x", "0,16", "8,-1", ""])
+def test_bad_lora_spec_is_an_error(text):
+    with pytest.raises(ColdbrewError, match="--lora"):
+        LoraSpec.parse(text)
+
+
+def test_num_neg_defaults_follow_the_loss():
+    assert LMConfig().resolved_num_neg() == 1  # the seed's (user, positive, negative) triples
+    assert LMConfig(loss="infonce").resolved_num_neg() == 16
+    assert LMConfig(loss="infonce", num_neg=4).resolved_num_neg() == 4
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lm_mode": "online"}, "lm_mode must be cache or dynamic"),
+        ({"loss": "hinge"}, "loss must be bpr or infonce"),
+        ({"pooling": "max"}, "pooling must be one of"),
+        ({"lora": "8,16"}, "apply to lm_mode=dynamic"),
+        ({"freeze": True}, "apply to lm_mode=dynamic"),
+        ({"lm_mode": "dynamic", "freeze": True, "lora": "8,16"}, "exclude each other"),
+        ({"lm_mode": "dynamic", "freeze": True, "grad_checkpointing": True}, "needs a trained"),
+        ({"grad_checkpointing": True}, "needs a trained"),
+        ({"lm_mode": "dynamic", "lora": "8"}, "R,ALPHA"),
+        ({"id_dropout": 1.0}, "id_dropout"),
+        ({"num_neg": 0}, "num_neg"),
+        ({"dim": 0}, "dim and hidden"),
+    ],
+)
+def test_impossible_combinations_are_refused(options, message):
+    with pytest.raises(ColdbrewError, match=message):
+        LMConfig(**options)
+
+
+def test_trains_backbone_only_in_dynamic_mode_without_freeze():
+    assert not LMConfig().trains_backbone
+    assert not LMConfig(lm_mode="dynamic", freeze=True).trains_backbone
+    assert LMConfig(lm_mode="dynamic", lora="4,8").trains_backbone
+    assert LMConfig(lm_mode="dynamic").trains_backbone  # full fine-tuning
+
+
+def test_config_module_imports_no_torch():
+    tree = ast.parse(Path(config_module.__file__).read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= {"__future__", "dataclasses", "coldbrew"}
+    coldbrew_modules = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    } - {"__future__", "dataclasses"}
+    assert coldbrew_modules == {"coldbrew.errors"}
+
+
+def test_pooling_names_agree_with_the_text_encoder():
+    assert config_module.POOLINGS == text_backbone.POOLINGS
