@@ -31,6 +31,13 @@ def evaluate_scores(dataset, score_users, split="val", ks=(10, 20, 50), **kwargs
     return _evaluate(dataset, score_users, split=split, ks=ks, **kwargs)
 
 
+def load_run(run_dir, *, data=None, device="auto"):
+    """A trained run's best checkpoint, ready for ``.recommend(user=... | item_text=...)``."""
+    from coldbrew.recommend import load_run as _load_run
+
+    return _load_run(run_dir, data=data, device=device)
+
+
 def __getattr__(name: str) -> Any:
     if name in ("Dataset", "load_dataset"):
         import coldbrew.data
@@ -44,6 +51,7 @@ __all__ = [
     "load_dataset",
     "evaluate_embeddings",
     "evaluate_scores",
+    "load_run",
     "ColdbrewError",
     "DataError",
     "__version__",

@@ -14,6 +14,7 @@ from typing import Any
 from coldbrew.errors import ColdbrewError
 from coldbrew.forecasting.config import LSTMOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.lm.config import LMConfig
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,13 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
         evaluation_overrides={"neighbor_loss": False},
+    ),
+    "lm": ModelSpec(
+        "lm",
+        LMConfig,
+        "coldbrew.models.lm.builder:build_for_run",
+        "recommendation",
+        "LM metadata recommender: item and user text through a language model, cached or LoRA",
     ),
     "lstm": ModelSpec(
         "lstm",

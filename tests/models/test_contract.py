@@ -18,13 +18,27 @@ from coldbrew.models.base import LossOutput
 from coldbrew.registry import MODELS
 from coldbrew.training.run import build_trainer, load_run_dataset
 
-# small, fast settings per registered model, data included
+# small, fast settings per registered model, data included ("lm" adds a tiny GPT-2 below)
 SMALL = {
     "clcrec": {"data": "synthetic:small", "dim": 16, "hidden": 32, "num_neg": 8},
     "lstm": {"data": "synthetic:series=3,days=100", "window": 14, "hidden": 16, "layers": 1},
+    "lm": {"data": "tiny-text", "dim": 8, "hidden": 16, "loss": "infonce", "num_neg": 4},
 }
 RUN = {"batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu", "seed": 4}
 RECOMMENDERS = sorted(name for name, spec in MODELS.items() if spec.task == "recommendation")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tiny_gpt2_backbone(tmp_path_factory):
+    """The LM recommender's backbone: a tiny random GPT-2 folder, and a private text cache."""
+    from lm_support import tiny_gpt2
+
+    folder = tiny_gpt2(tmp_path_factory.mktemp("gpt2"))
+    SMALL["lm"]["backbone"] = str(folder)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("COLDBREW_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    patch.undo()
 
 
 def settings(name: str, seed: int = 1):
@@ -32,23 +46,34 @@ def settings(name: str, seed: int = 1):
 
 
 @pytest.fixture(scope="module")
-def data():
-    """Each model's data, loaded once (the seed of its split stays 4)."""
-    return {
-        name: load_run_dataset(make_config({**RUN, "model": name, **SMALL[name]})) for name in SMALL
-    }
+def data(tiny_gpt2_backbone):
+    """Each model's data, loaded once (the seed of its split stays 4); the LM's has texts."""
+    from lm_support import tiny_dataset
+
+    loaded = {"lm": tiny_dataset()}
+    for name in SMALL:
+        if name not in loaded:
+            loaded[name] = load_run_dataset(make_config({**RUN, "model": name, **SMALL[name]}))
+    return loaded
 
 
 def trainer_for(name: str, data, seed: int = 1):
     return build_trainer(settings(name, seed), data[name] if isinstance(data, dict) else data)
 
 
+def samples(trainer, count: int, start: int = 0) -> torch.Tensor:
+    """``count`` sample indices from ``start``, wrapping around the task's samples."""
+    return torch.arange(start, start + count) % trainer.task.num_samples()
+
+
 def predictions(trainer, rows: int = 20) -> torch.Tensor:
     """What the model outputs for evaluation: scores of users, or forecasts of windows."""
     if MODELS[trainer.config.model].task == "recommendation":
-        return trainer.model.score_users(torch.arange(rows))
+        return trainer.model.score_users(
+            torch.arange(rows) % trainer.model.user_embeddings().shape[0]
+        )
     with torch.no_grad():
-        return trainer.model.predict(trainer.task.make_batch(torch.arange(rows)).inputs)
+        return trainer.model.predict(trainer.task.make_batch(samples(trainer, rows)).inputs)
 
 
 def test_every_registered_model_has_small_settings():
@@ -58,7 +83,7 @@ def test_every_registered_model_has_small_settings():
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_forward_is_the_loss_with_named_terms(name, data):
     trainer = trainer_for(name, data)
-    batch = trainer.task.make_batch(torch.arange(32))
+    batch = trainer.task.make_batch(samples(trainer, 32))
     output = trainer.model(batch)
     assert isinstance(output, LossOutput)
     assert output.total.shape == () and output.total.requires_grad
@@ -100,7 +125,7 @@ def test_same_seed_same_parameters_on_one_thread(name, data, one_thread):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_checkpoint_round_trip_predicts_identically(name, data):
     trained = trainer_for(name, data)
-    trained.train_step(torch.arange(min(256, trained.task.num_samples())))
+    trained.train_step(samples(trained, 256))
     fresh = trainer_for(name, data, seed=9)
     assert not torch.equal(predictions(fresh), predictions(trained))
     fresh.model.load_state_dict(trained.model.state_dict())
@@ -125,11 +150,11 @@ def permuted_cold_content(dataset, permutation: np.ndarray):
 def test_cold_items_are_scored_from_their_content(name, data):
     dataset = data[name]
     trainer = trainer_for(name, dataset)
-    trainer.train_step(torch.arange(256))
+    trainer.train_step(samples(trainer, 256))
     permutation = np.random.default_rng(0).permutation(len(dataset.cold_items))
     moved = trainer_for(name, permuted_cold_content(dataset, permutation))
     moved.model.load_state_dict(trainer.model.state_dict())
-    users, cold = torch.arange(30), torch.from_numpy(dataset.cold_items)
+    users, cold = torch.arange(min(30, dataset.num_users)), torch.from_numpy(dataset.cold_items)
     before = trainer.model.score_users(users)[:, cold]
     after = moved.model.score_users(users)[:, cold]
     # cold item i now carries item permutation[i]'s content, so it gets that item's scores

@@ -9,13 +9,13 @@ import shutil
 import pytest
 import torch
 import torch.nn.functional as F
-from lm_support import ITEM_TEXTS, tiny_gpt2
 
 from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.text_backbone import load_backbone, pool, resolve_pooling
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LoraSpec
+from lm_support import ITEM_TEXTS, tiny_gpt2
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")  # the [llm] extra (make install has it)

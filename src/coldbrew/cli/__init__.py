@@ -7,6 +7,7 @@ Examples:
   coldbrew train --data Data/movielens --trust-pickle --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True
   coldbrew evaluate --run runs/ml1m --split test
   coldbrew forecast --data ml-100k --series genre --window 7,14,30 --out runs/genre
+  coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
   coldbrew doctor
   coldbrew profile --data synthetic --batch-size 256 --steps 20
@@ -24,7 +25,7 @@ from coldbrew.errors import ColdbrewError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coldbrew.cli import bench, diagnostics, forecast, runs
+    from coldbrew.cli import bench, diagnostics, forecast, recommend, runs
 
     parser = argparse.ArgumentParser(
         prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -32,19 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     runs.add_parsers(commands)
     forecast.add_parser(commands)
+    recommend.add_parser(commands)
     bench.add_parser(commands)
     diagnostics.add_parsers(commands)
     return parser
 
 
 def handler(command: str):
-    from coldbrew.cli import bench, diagnostics, forecast, runs
+    from coldbrew.cli import bench, diagnostics, forecast, recommend, runs
 
     handlers = {
         "train": runs.run_train,
         "evaluate": runs.run_evaluate,
         "data": runs.run_data,
         "forecast": forecast.run,
+        "recommend": recommend.run,
         "bench": bench.run,
         "doctor": diagnostics.run,
         "profile": diagnostics.run,

@@ -17,7 +17,6 @@ import logging
 import os
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal

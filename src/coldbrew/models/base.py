@@ -68,3 +68,10 @@ class Recommender(nn.Module):
     def score_users(self, users: torch.Tensor) -> torch.Tensor:
         """Scores ``(len(users), num_items)`` for ranking."""
         return self.user_embeddings()[users] @ self.item_embeddings().T
+
+    def encode_items(
+        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Vectors ``(n, dim)`` of new items (not in the catalogue) from their content, in the
+        space of ``user_embeddings``: what ``coldbrew recommend --item-text`` ranks users by."""
+        raise NotImplementedError(f"{type(self).__name__} cannot encode new items")

@@ -65,6 +65,7 @@ class ContentEncoder(nn.Module):
         if len(words) > 1:
             raise ColdbrewError("at most one word-id feature block is supported")
         width = sum(block.shape[1] for block in dense)
+        self.block_widths = [block.shape[1] for block in dense]  # raw blocks, in order
         self.register_buffer(
             "dense_features",
             torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0),
@@ -101,8 +102,25 @@ class ContentEncoder(nn.Module):
         return torch.cat([features, pooled if items is None else pooled[items]], dim=1)
 
     def forward(self, items: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = F.leaky_relu(self.layer1(self.item_features(items)))
-        return self.layer2(hidden)
+        return self.encode(self.item_features(items))
+
+    def encode(self, features: torch.Tensor) -> torch.Tensor:
+        """``(n, width)`` normalised, concatenated feature blocks -> ``(n, dim)``."""
+        return self.layer2(F.leaky_relu(self.layer1(features)))
+
+    def encode_raw(self, features: torch.Tensor) -> torch.Tensor:
+        """New items' raw dense blocks ``(n, sum of widths)``, in the dataset's feature order:
+        each block row-normalised as the dataset's were, then encoded."""
+        if self.word_table is not None:
+            raise ColdbrewError("new items cannot be encoded from a word-id feature block")
+        expected = sum(self.block_widths)
+        if features.dim() != 2 or features.shape[1] != expected:
+            raise ColdbrewError(
+                f"item features of shape {tuple(features.shape)}; expected (n, {expected}): the "
+                f"blocks {self.block_widths} concatenated in the dataset's order"
+            )
+        blocks = features.float().split(self.block_widths, dim=1)
+        return self.encode(torch.cat([F.normalize(block, dim=1) for block in blocks], dim=1))
 
 
 def distinct_items(
@@ -285,6 +303,17 @@ class CLCRec(Recommender):
     # ------------------------------------------------------------------ scoring
     def user_embeddings(self) -> torch.Tensor:
         return self.user_embedding
+
+    @torch.no_grad()
+    def encode_items(
+        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """New items from their raw feature vector (the dataset's blocks, concatenated)."""
+        if features is None:
+            raise ColdbrewError(
+                "CLCRec encodes a new item from its feature vector (--item-features), not from text"
+            )
+        return self.encoder.encode_raw(features.to(self.item_embedding.device))
 
     def item_embeddings(self) -> torch.Tensor:
         """Warm items by their ID embedding, cold items by the content encoder."""

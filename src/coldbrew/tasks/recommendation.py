@@ -103,7 +103,7 @@ class RecommendationTask(Task):
         return cls(
             dataset,
             device,
-            num_neg=config.model_options.num_neg,
+            num_neg=config.model_options.resolved_num_neg(),
             ks=config.resolved_ks(),
             early_stop_metric=config.early_stop_metric,
             eval_chunk_elements=config.eval_chunk_elements,

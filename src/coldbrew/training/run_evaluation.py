@@ -28,6 +28,38 @@ def load_model_state(model, state: dict, dataset_name: str) -> None:
         ) from None
 
 
+def load_best_model(
+    run_dir: Path | str,
+    *,
+    data: str | None = None,
+    device: str = "auto",
+    trust_pickle: bool | None = None,
+):
+    """``(config, data, model, device)``: RUN_DIR's best checkpoint in eval mode on ``device``,
+    rebuilt for its own data (or ``data``); training-only parts (a loss graph) are not built."""
+    from coldbrew.models import build_model
+
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG).exists():
+        raise ColdbrewError(f"{run_dir} is not a coldbrew run (no {CONFIG})")
+    overrides: dict = {"device": device, "quiet": True}
+    if data is not None:
+        overrides["data"] = data
+    if trust_pickle is not None:
+        overrides["trust_pickle"] = trust_pickle
+    config = make_config(load_yaml(run_dir / CONFIG), overrides)
+    for name, value in model_spec(config.model).evaluation_overrides.items():
+        setattr(config.model_options, name, value)
+    checkpoint_path = run_dir / BEST
+    if not checkpoint_path.exists():
+        raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
+    dataset = load_run_dataset(config)
+    target = resolve_device(config.device)
+    model = build_model(config.model, dataset, config)
+    load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
+    return config, dataset, model.to(target).eval(), target
+
+
 def evaluate_run(
     run_dir: Path | str,
     *,
@@ -43,32 +75,17 @@ def evaluate_run(
     writes nothing. ``protocol`` re-scores under ``"coldbrew"`` or ``"original"`` masking
     (default: the run's own).
     """
-    from coldbrew.models import build_model
     from coldbrew.tasks import build_task
 
+    if protocol is not None:
+        check_protocol(protocol)  # refused before anything is loaded
+    config, dataset, model, target = load_best_model(
+        run_dir, data=data, device=device, trust_pickle=trust_pickle
+    )
     run_dir = Path(run_dir)
-    if not (run_dir / CONFIG).exists():
-        raise ColdbrewError(f"{run_dir} is not a coldbrew run (no {CONFIG})")
-    saved = load_yaml(run_dir / CONFIG)
-    overrides: dict = {"device": device}
-    if data is not None:
-        overrides["data"] = data
-    if trust_pickle is not None:
-        overrides["trust_pickle"] = trust_pickle
-    config = make_config(saved, overrides)
     if protocol is not None:
         config.protocol = check_protocol(protocol)  # the masking only: training is over
     spec = model_spec(config.model)
-    for name, value in spec.evaluation_overrides.items():  # training-only parts (a loss graph)
-        setattr(config.model_options, name, value)
-    checkpoint_path = run_dir / BEST
-    if not checkpoint_path.exists():
-        raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
-    dataset = load_run_dataset(config)
-    target = resolve_device(config.device)
-    model = build_model(config.model, dataset, config)
-    load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
-    model.to(target)
     task = build_task(spec.task, dataset, config, target)
     available = task.splits()
     wanted = tuple(splits) if splits else available

@@ -153,3 +153,8 @@ def restore(
         first = str(error).splitlines()[0]
         raise ColdbrewError(f"lm checkpoint does not fit {dataset.name!r}: {first}") from None
     return model
+
+
+def build_for_run(dataset: Dataset, config) -> LMRecommender:
+    """The registry's builder: ``build`` with a run's ``config.model_options``."""
+    return build(dataset, config.model_options, progress=not config.quiet)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.options import option
 
 LM_MODES = ("cache", "dynamic")
 LOSSES = ("bpr", "infonce")
@@ -49,20 +50,34 @@ class LoraSpec:
 class LMConfig:
     """Settings of ``LMRecommender``; ``build(dataset, config)`` turns them into a model."""
 
-    dim: int = 64  # width of the user and item vectors that are scored
-    hidden: int = 256  # hidden width of the projection MLPs
-    backbone: str = "all-MiniLM-L6-v2"  # packaged default, a local folder, or a hub name
-    pooling: str = "auto"  # mean | last | cls | auto (last for decoder-only models, else mean)
-    max_length: int = 256  # tokens per text
-    lm_mode: str = "cache"  # cache | dynamic
-    freeze: bool = False  # dynamic: train the heads only
-    lora: str | None = None  # dynamic: "R,ALPHA[,MODULE,...]"
-    grad_checkpointing: bool = False  # dynamic with a trained backbone: recompute activations
-    loss: str = "bpr"  # bpr | infonce
-    num_neg: int | None = None  # negatives per positive; None: 1 for bpr, 16 for infonce
-    temperature: float = 1.0  # infonce logits are scores / temperature
-    id_dropout: float = 0.0  # training: drop a warm item's ID vector with this probability
-    text_batch_size: int = 64  # texts per backbone call when embedding the catalogue
+    dim: int = option(64, "width of the user and item vectors that are scored", minimum=1)
+    hidden: int = option(256, "hidden width of the projection MLPs", minimum=1)
+    backbone: str = option(
+        "all-MiniLM-L6-v2", "text model: the packaged MiniLM, a local folder or a hub name"
+    )
+    pooling: str = option(
+        "auto",
+        "mean, last, cls or auto (last for decoder-only models, else mean)",
+        choices=POOLINGS,
+    )
+    max_length: int = option(256, "tokens per text", minimum=1)
+    lm_mode: str = option(
+        "cache",
+        "cache: frozen backbone, texts embedded once; dynamic: backbone in the step",
+        choices=LM_MODES,
+    )
+    freeze: bool = option(False, "dynamic mode: train the heads only")
+    lora: str | None = option(None, "dynamic mode: LoRA adapters R,ALPHA[,MODULE,...] (peft)")
+    grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
+    loss: str = option("bpr", "bpr (the seed's triples) or infonce (K negatives)", choices=LOSSES)
+    num_neg: int | None = option(
+        None, "negatives per positive (default: bpr 1, infonce 16)", minimum=1
+    )
+    temperature: float = option(1.0, "infonce logits are scores / temperature", above=0)
+    id_dropout: float = option(
+        0.0, "training: drop a warm item's ID vector with this probability", minimum=0, maximum=0.99
+    )
+    text_batch_size: int = option(64, "texts per backbone call when embedding", minimum=1)
 
     def __post_init__(self) -> None:
         self.validate()

@@ -136,6 +136,34 @@ class LMRecommender(Recommender):
             )
         return self.item_vectors(items, text)
 
+    @torch.no_grad()
+    def encode_items(
+        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """New items from their text alone (as cold items are scored): the backbone (the
+        model's own in dynamic mode, else loaded for the call), then the item head."""
+        if texts is None:
+            raise ColdbrewError("the lm model encodes a new item from its text (--item-text)")
+        device = self.cold_mask.device
+        if self.backbone is not None:
+            token_ids, lengths = self.backbone.tokenize(texts)
+            text = self.backbone.embed_all(
+                token_ids.to(device), lengths.to(device), self.config.text_batch_size
+            )
+        else:
+            from coldbrew.data.text_encoder import encode_texts
+
+            text = encode_texts(
+                list(texts),
+                backbone=self.config.backbone,
+                pooling=self.config.pooling,
+                max_length=self.config.max_length,
+                cache=None,
+                progress=False,
+                device=device,
+            ).to(device)
+        return self.item_head(text)
+
     # ------------------------------------------------------------------ bookkeeping
     def parameter_counts(self) -> dict[str, int]:
         """Trainable parameters by part, and the total including frozen backbone weights."""

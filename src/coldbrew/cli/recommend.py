@@ -1,0 +1,65 @@
+"""``coldbrew recommend``: parse, delegate to ``coldbrew.recommend``, print a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from coldbrew.errors import ColdbrewError
+
+EXAMPLES = """Examples:
+  coldbrew recommend --run runs/ml1m --user 42 --k 10
+  coldbrew recommend --run runs/lm --item-text "Heat (1995). Genres: Action, Crime, Thriller."
+  coldbrew recommend --run runs/clcrec --item-features new_item.npy --k 50 --json
+
+--user gives a user's top items (training items left out, cold items included); --item-text
+(models that read text: lm) or --item-features (a .npy vector of the data's feature blocks,
+concatenated in order: clcrec) gives the users most likely to want a new item."""
+
+
+def add_parser(commands) -> None:
+    recommend = commands.add_parser(
+        "recommend",
+        help="a user's top items, or the users for a new item",
+        description="Recommend from a trained run's best checkpoint.\n\n" + EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    recommend.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
+    which = recommend.add_mutually_exclusive_group(required=True)
+    which.add_argument("--user", type=int, help="a user id in the data's own numbering")
+    which.add_argument("--item-text", help="a new item's text (title, genres, plot ...)")
+    which.add_argument("--item-features", metavar="FILE.npy", help="a new item's feature vector")
+    recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
+    recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
+    recommend.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    recommend.add_argument("--json", action="store_true", help="print JSON rows")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coldbrew.config import check_device_name
+    from coldbrew.recommend import load_run
+
+    check_device_name(args.device)
+    features = None
+    if args.item_features is not None:
+        import numpy as np
+
+        try:
+            features = np.load(args.item_features, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise ColdbrewError(
+                f"cannot read --item-features {args.item_features}: {error}"
+            ) from None
+    loaded = load_run(args.run, data=args.data, device=args.device)
+    rows = loaded.recommend(
+        user=args.user, item_text=args.item_text, item_features=features, k=args.k
+    )
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for row in rows:
+        who = f"item {row['item']}" if "item" in row else f"user {row['user']}"
+        extra = " (cold)" if row.get("cold") else ""
+        text = f"  {row['text'][:70]}" if row.get("text") else ""
+        print(f"{row['rank']:4d}  {who:12s} {row['score']:9.4f}{extra}{text}")
+    return 0

@@ -1,0 +1,114 @@
+"""Recommendations from a trained run: a user's top items (cold ones included), or the users
+most likely to want a new item described by its text (or, for CLCRec, its feature vector).
+
+    run = coldbrew.load_run("runs/ml1m")
+    run.recommend(user=42, k=10)                          # items for user 42
+    run.recommend(item_text="Heat (1995). Genres: Action, Crime, Thriller.", k=20)  # users
+
+``coldbrew recommend --run R --user U | --item-text "..." | --item-features FILE.npy`` does
+the same from the command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from coldbrew.errors import ColdbrewError
+
+
+@dataclass
+class LoadedRun:
+    """A run's best checkpoint, ready to score: its config, data and model (eval mode)."""
+
+    run_dir: Path
+    config: object
+    dataset: object
+    model: torch.nn.Module
+    device: torch.device
+
+    def recommend(
+        self,
+        *,
+        user: int | None = None,
+        item_text: str | None = None,
+        item_features: np.ndarray | torch.Tensor | None = None,
+        k: int = 20,
+    ) -> list[dict]:
+        """``user`` (its id in the data's own numbering): its top ``k`` items, training items
+        left out. ``item_text`` / ``item_features``: the top ``k`` users for that new item.
+        Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        given = [value is not None for value in (user, item_text, item_features)]
+        if sum(given) != 1:
+            raise ColdbrewError("give exactly one of user, item_text or item_features")
+        if k < 1:
+            raise ColdbrewError(f"k must be at least 1, not {k}")
+        if user is not None:
+            return self._items_for(user, k)
+        return self._users_for(item_text, item_features, k)
+
+    def _items_for(self, user: int, k: int) -> list[dict]:
+        dataset = self.dataset
+        row = internal_id(dataset.user_ids, user, "user", dataset.num_users)
+        users = torch.tensor([row], device=self.device)
+        with torch.no_grad():
+            scores = self.model.score_users(users).float()[0]  # (num_items,)
+        seen = dataset.train.indices[dataset.train.indptr[row] : dataset.train.indptr[row + 1]]
+        scores[torch.as_tensor(seen, dtype=torch.long, device=scores.device)] = -torch.inf
+        values, items = torch.topk(scores, min(k, dataset.num_items - len(seen)))
+        cold = set(dataset.cold_items.tolist())
+        texts = dataset.item_text
+        return [
+            {
+                "rank": rank + 1,
+                "item": source_id(dataset.item_ids, item),
+                "score": score,
+                "cold": item in cold,
+                **({"text": texts[item]} if texts is not None else {}),
+            }
+            for rank, (score, item) in enumerate(zip(values.tolist(), items.tolist(), strict=True))
+        ]
+
+    def _users_for(self, text, features, k: int) -> list[dict]:
+        with torch.no_grad():
+            if text is not None:
+                vector = self.model.encode_items(texts=[text])
+            else:
+                features = torch.as_tensor(np.asarray(features, dtype=np.float32)).reshape(1, -1)
+                vector = self.model.encode_items(features=features)
+            scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
+        values, users = torch.topk(scores, min(k, len(scores)))
+        return [
+            {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
+            for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
+        ]
+
+
+def internal_id(source_ids: np.ndarray | None, wanted: int, what: str, count: int) -> int:
+    """The internal row of the source id ``wanted`` (the data's own numbering)."""
+    if source_ids is None:
+        if 0 <= wanted < count:
+            return int(wanted)
+    else:
+        found = np.flatnonzero(np.asarray(source_ids) == wanted)
+        if len(found):
+            return int(found[0])
+    raise ColdbrewError(f"{what} {wanted} is not in the data")
+
+
+def source_id(source_ids: np.ndarray | None, row: int) -> int:
+    return int(row if source_ids is None else source_ids[row])
+
+
+def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "auto") -> LoadedRun:
+    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``."""
+    from coldbrew.registry import model_spec
+    from coldbrew.training.run_evaluation import load_best_model
+
+    config, dataset, model, target = load_best_model(run_dir, data=data, device=device)
+    if model_spec(config.model).task != "recommendation":
+        raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")
+    return LoadedRun(Path(run_dir), config, dataset, model, target)

@@ -1,0 +1,86 @@
+"""``coldbrew recommend`` and ``coldbrew.load_run(R).recommend``: a user's items, a new item's
+users, from CLCRec (a feature vector) and the LM recommender (text)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import coldbrew
+from coldbrew.cli import main
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.training.run import train
+
+
+@pytest.fixture(scope="module")
+def clcrec_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("runs") / "clcrec"
+    config = make_config({"data": "synthetic:small", "epochs": 1, "num_neg": 8, "quiet": True})
+    train(config, run)
+    return run
+
+
+def test_a_users_items_leave_out_training_items_and_follow_the_scores(clcrec_run):
+    loaded = coldbrew.load_run(clcrec_run)
+    rows = loaded.recommend(user=3, k=10)
+    assert [row["rank"] for row in rows] == list(range(1, 11))
+    seen = set(loaded.dataset.train[3].indices.tolist())
+    assert not seen & {row["item"] for row in rows}
+    scores = loaded.model.score_users(torch.tensor([3]))[0]
+    scores[list(seen)] = -torch.inf
+    assert [row["item"] for row in rows] == torch.topk(scores, 10).indices.tolist()
+    cold = set(loaded.dataset.cold_items.tolist())
+    assert all(row["cold"] == (row["item"] in cold) for row in rows)
+
+
+def test_clcrec_ranks_users_for_a_new_item_from_its_feature_vector(clcrec_run, tmp_path, capsys):
+    loaded = coldbrew.load_run(clcrec_run)
+    item = int(loaded.dataset.cold_items[0])
+    vector = loaded.dataset.features["content"][item].numpy()  # an existing cold item's content
+    rows = loaded.recommend(item_features=vector, k=5)
+    # the same users, in the same order, as the cold item's own column of scores
+    column = loaded.model.user_embeddings() @ loaded.model.item_embeddings()[item]
+    assert [row["user"] for row in rows] == torch.topk(column, 5).indices.tolist()
+    np.save(tmp_path / "item.npy", vector)
+    argv = ["recommend", "--run", str(clcrec_run), "--item-features", str(tmp_path / "item.npy")]
+    assert main([*argv, "--k", "5", "--json"]) == 0
+    assert [row["user"] for row in json.loads(capsys.readouterr().out)] == [r["user"] for r in rows]
+
+
+def test_refusals(clcrec_run, capsys):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.raises(ColdbrewError, match="from its feature vector"):
+        loaded.recommend(item_text="a film", k=3)
+    with pytest.raises(ColdbrewError, match="user 99999 is not in the data"):
+        loaded.recommend(user=99999)
+    with pytest.raises(ColdbrewError, match="expected \\(n, 32\\)"):
+        loaded.recommend(item_features=np.ones(5))
+    with pytest.raises(ColdbrewError, match="exactly one"):
+        loaded.recommend(user=1, item_text="x")
+    assert main(["recommend", "--run", str(clcrec_run), "--user", "1", "--k", "0"]) == 2
+    assert "k must be at least 1" in capsys.readouterr().err
+
+
+def test_the_lm_recommender_ranks_users_for_a_new_items_text(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from lm_support import ITEM_TEXTS, tiny_dataset, tiny_gpt2
+
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+    folder = tiny_gpt2(tmp_path / "gpt2")
+    dataset = tiny_dataset()
+    settings = {"model": "lm", "backbone": str(folder), "dim": 8, "hidden": 16, "epochs": 1}
+    config = make_config({**settings, "data": "synthetic", "quiet": True, "batch_size": 8})
+    train(config, tmp_path / "run", dataset=dataset)
+    import coldbrew.training.run_evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "load_run_dataset", lambda config: dataset)
+    loaded = coldbrew.load_run(tmp_path / "run")
+    cold = int(dataset.cold_items[0])
+    rows = loaded.recommend(item_text=ITEM_TEXTS[cold], k=3)
+    # a cold item is scored from its text alone: its text as a new item gets its column
+    column = loaded.model.user_embeddings() @ loaded.model.item_embeddings()[cold]
+    assert [row["user"] for row in rows] == torch.topk(column, 3).indices.tolist()
