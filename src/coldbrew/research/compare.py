@@ -68,12 +68,12 @@ def metric_value(summary: Mapping[str, Any], key: str) -> Any:
 def differing_settings(all_results: Sequence[Mapping[str, Any]]) -> list[str]:
     configs = [flat_config(results) for results in all_results]
     keys = list(dict.fromkeys(key for config in configs for key in config))
-    return [
-        key
-        for key in keys
-        if key not in IGNORED_SETTINGS
-        and len({json.dumps(config.get(key), sort_keys=True) for config in configs}) > 1
-    ]
+    differing = []
+    for key in keys:  # a key a run does not record (an older run) is not counted as differing
+        values = {json.dumps(config[key], sort_keys=True) for config in configs if key in config}
+        if key not in IGNORED_SETTINGS and len(values) > 1:
+            differing.append(key)
+    return differing
 
 
 def _number(value: Any, digits: int) -> str:

@@ -107,16 +107,20 @@ def train_seeds(
     resumable = {key: getattr(config, key) for key in RESUMABLE_OVERRIDES}
     results: dict[int, dict] = {}
 
+    # Every rank decides what each seed needs before any trains: no rank writes in a seed's
+    # directory before all have joined that seed's first collective.
+    plan = {seed: seed_state(seed_dir(run_dir, seed)) for seed in seeds}
+
     def run_all() -> None:
         if distributed.is_main:
             _write_root(run_dir, config, seeds, CONFIG)
         for seed in seeds:
             directory = seed_dir(run_dir, seed)
-            if (directory / RESULTS).exists():
+            if plan[seed] == "finished":
                 log(f"seed {seed}: finished before, results read from {directory / RESULTS}")
                 results[seed] = json.loads((directory / RESULTS).read_text())
                 continue
-            continuing = (directory / CONFIG).exists()
+            continuing = plan[seed] == "started"
             own = resume_config(directory, resumable) if continuing else seed_config(config, seed)
             log(f"seed {seed}: {'continuing' if continuing else 'training'} in {directory}")
             results[seed] = train_with_curves(
@@ -138,6 +142,15 @@ def train_seeds(
             return write_seed_results(run_dir, config, seeds, results)
     run_all()
     return seed_results(config, seeds, results)
+
+
+def seed_state(directory: Path) -> str:
+    """``finished`` (results.json), ``started`` (config.yaml: resume it) or ``new``."""
+    from coldbrew.training.run import CONFIG, RESULTS
+
+    if (directory / RESULTS).exists():
+        return "finished"
+    return "started" if (directory / CONFIG).exists() else "new"
 
 
 def _write_root(run_dir: Path, config: TrainConfig, seeds: list[int], config_name: str) -> None:
