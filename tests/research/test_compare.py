@@ -74,3 +74,9 @@ def test_cli_compare_and_its_refusal(tmp_path, capsys):
     with pytest.raises(ColdbrewError, match="no results.json"):
         compare_table([str(tmp_path / "missing")])
     assert main(["compare", str(tmp_path / "missing")]) == 2
+
+
+def test_evaluate_names_the_seed_runs_of_a_multi_seed_run(tmp_path, capsys):
+    (tmp_path / "seeds.json").write_text('{"seeds": [1, 2]}')
+    assert main(["evaluate", "--run", str(tmp_path)]) == 2
+    assert "multi-seed run: evaluate one seed's run" in capsys.readouterr().err

@@ -94,3 +94,25 @@ def test_cli_seeds_writes_the_aggregate_and_refuses_seed_with_seeds(tmp_path, ca
     assert "seeds 1,2: best epoch" in printed and " ± " in printed
     assert not list(run.glob("seed-1/events.out.tfevents.*"))
     assert main(["train", "--resume", str(run), "--quiet"]) == 0  # every seed done: skipped
+
+
+@pytest.mark.slow
+def test_seeds_under_torchrun_run_one_after_another_in_every_process(tmp_path):
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    flags = ["--data", TINY["data"], "--ks", "5,20", "--batch-size", "512", "--num-neg", "4"]
+    flags += ["--epochs", "1"]
+    command = [sys.executable, "-m", "coldbrew", "train", "--nproc", "2", *flags]
+    done = subprocess.run(
+        [*command, "--seeds", "1,2", "--quiet", "--out", str(run)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((run / "results.json").read_text())
+    assert results["seeds"] == [1, 2] and results["metrics"]["val"]["cold"]["recall@5"]["n"] == 2
+    for seed in (1, 2):
+        assert (
+            json.loads((run / f"seed-{seed}" / "results.json").read_text())["config"]["seed"]
+            == seed
+        )

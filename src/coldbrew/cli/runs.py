@@ -195,6 +195,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from coldbrew.training.run_evaluation import evaluate_run
 
     check_device_name(args.device)
+    from coldbrew.research.seeds import is_multi_seed_run
+
+    if is_multi_seed_run(args.run):
+        raise ColdbrewError(
+            f"{args.run} is a multi-seed run: evaluate one seed's run, e.g. --run {args.run}/seed-N"
+        )
     output = evaluate_run(
         args.run,
         data=args.data,

@@ -198,6 +198,7 @@ def plot_curves(
 ) -> Path:
     """Two panels by epoch: loss terms, and validation metrics (``plotted_metrics``)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     epochs = [entry["epoch"] for entry in history]
     figure = Figure(figsize=(11, 4), layout="constrained")
@@ -215,6 +216,7 @@ def plot_curves(
         if best_epoch:
             axis.axvline(best_epoch, color="grey", lw=0.8, ls=":", label=f"best epoch {best_epoch}")
         axis.set_xlabel("epoch")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.set_title(label)
         if axis.lines:
             axis.legend(fontsize=7)
