@@ -12,6 +12,7 @@ from coldbrew.config import load_yaml, make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.search import open_study, search, search_settings
 from coldbrew.research.space import parse_space
+from coldbrew.research.study_report import format_trials_table
 
 BASE = {
     "data": "synthetic:small,users=200,items=100",
@@ -48,6 +49,10 @@ def test_three_trials_prune_the_bad_ones_and_the_study_resumes(tmp_path):
     assert rows[0]["value"] == completed["early_stop"]["best"]
     assert rows[0]["best_epoch"] == completed["best_epoch"]
     assert json.loads((out / "trials.json").read_text())["trials"] == json.loads(json.dumps(rows))
+    table = format_trials_table(rows, "cold/recall@5").splitlines()
+    assert table[0].split()[:4] == ["trial", "state", "val", "cold/recall@5"]
+    assert table[2].split()[2] == f"~{rows[1]['last_reported']:.4f}"  # pruned: its last report
+    assert any("trial 1 pruned after epoch 1: best val" in line for line in lines)
 
     preset = load_yaml(result["preset"])
     assert preset["lr"] == GOOD and preset["dim"] == 16 and preset["epochs"] == 2

@@ -246,6 +246,10 @@ def record_results(trial, results: dict) -> None:
 def trial_line(trial, key: str) -> str:
     shown = ", ".join(f"{name}={format_value(value)}" for name, value in trial.params.items())
     value = "" if trial.value is None else f" val {key} {trial.value:.4f}"
+    if trial.state.name == "PRUNED" and trial.intermediate_values:
+        best = trial.intermediate_values[max(trial.intermediate_values)]
+        epoch = trial.user_attrs.get("pruned_at_epoch")
+        value = f" after epoch {epoch}: best val {key} so far {best:.4f}"
     return f"trial {trial.number} {trial.state.name.lower()}{value} ({shown})"
 
 

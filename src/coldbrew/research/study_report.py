@@ -53,13 +53,14 @@ def _cell(value: Any, digits: int = 4) -> str:
 
 
 def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
-    """An aligned text table; the value of a pruned trial is its last reported one, marked ~."""
+    """An aligned text table; a pruned trial shows its last reported value, marked ~ (the best
+    validation value before it was stopped)."""
     names = list(dict.fromkeys(name for row in rows for name in row["params"]))
     header = ["trial", "state", f"val {key}", "best epoch", "epochs", "s to best", *names]
     lines = [header]
     for row in rows:
         value = _cell(row["value"])
-        if row["value"] is None and row["last_reported"] is not None:
+        if row["state"] == "pruned" and row["last_reported"] is not None:
             value = f"~{_cell(row['last_reported'])}"
         seconds = row["seconds_to_best"]
         lines.append(
