@@ -5,7 +5,10 @@ Examples:
   coldbrew data convert --trust-pickle Data/movielens movielens-safe
   coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
   coldbrew train --data Data/movielens --trust-pickle --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True
+  coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
   coldbrew evaluate --run runs/ml1m --split test
+  coldbrew search --space space.yaml --trials 20 --out runs/study --data ml-1m-coldstart --epochs 8
+  coldbrew compare runs/ml1m-3 runs/study/trial-* --markdown
   coldbrew forecast --data ml-100k --series genre --window 7,14,30 --out runs/genre
   coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
@@ -25,13 +28,14 @@ from coldbrew.errors import ColdbrewError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coldbrew.cli import bench, diagnostics, forecast, recommend, runs
+    from coldbrew.cli import bench, diagnostics, forecast, recommend, research, runs
 
     parser = argparse.ArgumentParser(
         prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
     runs.add_parsers(commands)
+    research.add_parsers(commands)
     forecast.add_parser(commands)
     recommend.add_parser(commands)
     bench.add_parser(commands)
@@ -40,12 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def handler(command: str):
-    from coldbrew.cli import bench, diagnostics, forecast, recommend, runs
+    from coldbrew.cli import bench, diagnostics, forecast, recommend, research, runs
 
     handlers = {
         "train": runs.run_train,
         "evaluate": runs.run_evaluate,
         "data": runs.run_data,
+        "search": research.run_search,
+        "compare": research.run_compare,
         "forecast": forecast.run,
         "recommend": recommend.run,
         "bench": bench.run,

@@ -7,6 +7,7 @@ import json
 import time
 
 from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.research import add_train_options, print_seed_table, run_training
 from coldbrew.errors import ColdbrewError
 
 TRAIN_EXAMPLES = """Examples:
@@ -15,6 +16,8 @@ TRAIN_EXAMPLES = """Examples:
   coldbrew train --resume runs/ml1m --epochs 60     # continue a run (only --epochs, --patience,
                                                     # --device ... may change; see README)
   coldbrew train --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True   # original flags
+  coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
+  coldbrew train --resume runs/ml1m-3               # finished seeds are skipped
 
 Options come from --config YAML (flat, or a model's options under its name), then flags."""
 
@@ -45,7 +48,8 @@ def add_parsers(commands) -> None:
     train = commands.add_parser(
         "train",
         help="train a model",
-        description="Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json}.\n\n"
+        description="Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json},\n"
+        "TensorBoard event files and curves.png (loss terms and validation metrics by epoch).\n\n"
         + TRAIN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +68,7 @@ def add_parsers(commands) -> None:
         help="train in N processes (DDP): runs torchrun --standalone --nproc-per-node N "
         "-m coldbrew train with the other options",
     )
+    add_train_options(train)
     add_config_options(train)
 
     evaluate = commands.add_parser(
@@ -152,8 +157,6 @@ def launch_with_torchrun(args: argparse.Namespace) -> int:
 def run_train(args: argparse.Namespace) -> int:
     import os
 
-    from coldbrew.training.run import train
-
     if args.nproc is not None and "RANK" not in os.environ:
         return launch_with_torchrun(args)
     config = train_config(args)
@@ -170,10 +173,13 @@ def run_train(args: argparse.Namespace) -> int:
 
     distributed = Distributed.from_environment()
     try:
-        results = train(config, run_dir, resume=bool(args.resume), distributed=distributed)
+        results = run_training(args, config, run_dir, distributed)
     finally:
         distributed.stop()
-    if not config.quiet and distributed.is_main:
+    if not config.quiet and distributed.is_main and "seeds" in results:
+        print_seed_table(results)
+        print(f"results in {run_dir}/results.json")
+    elif not config.quiet and distributed.is_main:
         print_metrics_table(results["metrics"])
         timing = results["timing"]
         print(
@@ -189,6 +195,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from coldbrew.training.run_evaluation import evaluate_run
 
     check_device_name(args.device)
+    from coldbrew.research.seeds import is_multi_seed_run
+
+    if is_multi_seed_run(args.run):
+        raise ColdbrewError(
+            f"{args.run} is a multi-seed run: evaluate one seed's run, e.g. --run {args.run}/seed-N"
+        )
     output = evaluate_run(
         args.run,
         data=args.data,

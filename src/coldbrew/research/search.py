@@ -1,0 +1,257 @@
+"""Hyper-parameter search with Optuna: TPE over a ``SearchSpace``, pruning by the median rule,
+the study stored in ``STUDY/study.db`` (SQLite) so running the same command again continues it.
+
+Each trial is a training run in ``STUDY/trial-NNN/`` (with ``seeds``, a multi-seed run). Its
+objective is the best validation value of the task's monitored metric (the mean over seeds).
+After each epoch the trial reports the best monitored value so far to the median pruner (step =
+epoch; with seeds, seed k's epochs follow seed k−1's): a trial whose value after an epoch is
+worse than the median of earlier trials' at the same epoch stops there. ``startup_trials``
+trials are drawn at random before TPE models the space, and none is pruned before that many
+have finished or before epoch ``warmup_epochs``. ``trials`` is the study's total: a resumed
+study runs the rest; a trial cut short by an interruption is marked failed and its settings are
+tried again first. ``timeout`` stops starting trials after that many seconds (a running trial
+finishes or is pruned). A trial that fails (e.g. a non-finite loss) is recorded and the search
+goes on. At the end: ``STUDY/trials.json`` (the table) and ``STUDY/best.yaml``, the best
+trial's settings as a preset for ``coldbrew train --config``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from coldbrew.config import TrainConfig, make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.research.space import SearchSpace
+from coldbrew.research.study_report import finish_study
+
+STUDY_DB = "study.db"
+STUDY_NAME = "coldbrew"
+UNSEARCHABLE = {"model": "the model", "early_stop_metric": "the objective"}
+
+
+class DataCache:
+    """Each distinct dataset the trials need, loaded once (a split may depend on the seed)."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[tuple, Any] = {}
+
+    def __call__(self, config: TrainConfig) -> Any:
+        from coldbrew.training.run import load_run_dataset
+
+        options = config.model_options
+        key = (config.model, config.data, str(config.resolved_features()), config.trust_pickle)
+        key += (config.seed, getattr(options, "series", None))
+        if key not in self.loaded:
+            self.loaded[key] = load_run_dataset(config)
+        return self.loaded[key]
+
+
+class PruningHook:
+    """``on_epoch_end``: report the best monitored value so far; stop the trial when the
+    pruner says so. A new seed's run (its epochs start again) continues the steps."""
+
+    def __init__(self, trial, epochs: int):
+        self.trial, self.epochs = trial, epochs
+        self.offset, self.last_epoch = 0, 0
+
+    def __call__(self, state) -> None:
+        import optuna
+
+        if state.epoch <= self.last_epoch:
+            self.offset += self.epochs
+        self.last_epoch = state.epoch
+        if state.best_score is None:
+            return
+        self.trial.report(state.best_score, self.offset + state.epoch)
+        if self.trial.should_prune():
+            self.trial.set_user_attr("pruned_at_epoch", state.epoch)
+            raise optuna.TrialPruned(f"pruned after epoch {state.epoch}")
+
+
+def check_study_dir(out: Path) -> None:
+    from coldbrew.training.run_dir import check_out_dir
+
+    check_out_dir(out)
+    if out.exists() and not (out / STUDY_DB).exists():
+        if any(path.name != ".lock" for path in out.iterdir()):
+            raise ColdbrewError(f"{out} is not empty and holds no study; choose another --out")
+
+
+def task_monitor(config: TrainConfig, dataset: Any):
+    """The monitored metric (key and direction) of ``config``'s task on ``dataset``."""
+    import torch
+
+    from coldbrew.registry import model_spec
+    from coldbrew.tasks import build_task
+
+    return build_task(model_spec(config.model).task, dataset, config, torch.device("cpu")).monitor
+
+
+def search_settings(base: TrainConfig, space: SearchSpace, seeds: Sequence[int] | None) -> dict:
+    """What identifies a study: settings that change what a trial trains, the space, the seeds."""
+    from coldbrew.training.run import RESUMABLE_OVERRIDES, flat_settings
+
+    flat = {k: v for k, v in flat_settings(base).items() if k not in RESUMABLE_OVERRIDES}
+    return json.loads(json.dumps({"base": flat, "space": space.to_dict(), "seeds": seeds}))
+
+
+def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: int, seed: int):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name=STUDY_NAME,
+        storage=f"sqlite:///{(out / STUDY_DB).resolve()}",
+        direction=direction,
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=startup, n_warmup_steps=warmup),
+        load_if_exists=True,
+    )
+    saved = study.user_attrs.get("settings")
+    if saved is None:
+        study.set_user_attr("settings", settings)
+    elif saved != settings:
+        changed = sorted(
+            f"{part}.{key}"
+            for part in settings
+            for key in set(saved.get(part) or {}) | set(settings[part] or {})
+            if isinstance(settings[part], dict)
+            and (saved.get(part) or {}).get(key) != settings[part].get(key)
+        ) or ["seeds"]
+        raise ColdbrewError(
+            f"{out} holds a study with other settings ({', '.join(changed)}); "
+            "run it with its own settings or choose another --out"
+        )
+    if study.direction.name.lower() != direction:
+        raise ColdbrewError(f"{out} holds a study that does not {direction} the metric")
+    # seeded by how far the study got, so a resumed study does not redraw its first trials
+    study.sampler = optuna.samplers.TPESampler(
+        n_startup_trials=startup, seed=seed + len(study.trials)
+    )
+    return study
+
+
+def retry_interrupted(study, log: Callable[[str], None]) -> None:
+    """Trials left running by an interrupted search: marked failed, their settings queued."""
+    from optuna.trial import TrialState
+
+    interrupted = list(study.user_attrs.get("interrupted", []))
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study.tell(trial.number, state=TrialState.FAIL)
+        interrupted.append(trial.number)
+        if trial.params:
+            study.enqueue_trial(trial.params, skip_if_exists=False)
+        log(f"trial {trial.number} was interrupted: marked failed, its settings queued again")
+    study.set_user_attr("interrupted", interrupted)
+
+
+def finished_trials(study) -> int:
+    """Trials that count towards ``trials``: complete, pruned or failed, not interrupted."""
+    from optuna.trial import TrialState
+
+    done = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    interrupted = set(study.user_attrs.get("interrupted", []))
+    return sum(1 for t in study.trials if t.state in done and t.number not in interrupted)
+
+
+def search(
+    base_layers: Sequence[dict],
+    space: SearchSpace,
+    out: Path | str,
+    *,
+    trials: int,
+    timeout: float | None = None,
+    seeds: Sequence[int] | None = None,
+    startup_trials: int = 5,
+    warmup_epochs: int = 1,
+    tensorboard: bool = True,
+    plot: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Run the study in ``out`` to ``trials`` trials; ``{"rows", "best", "preset", "monitor"}``."""
+    from coldbrew.training.checkpoint import RunLock
+
+    out = Path(out)
+    for name, what in UNSEARCHABLE.items():
+        if name in space.dimensions:
+            raise ColdbrewError(f"{name} cannot be searched (it changes {what}); fix it instead")
+    if trials < 1:
+        raise ColdbrewError(f"--trials must be at least 1, not {trials}")
+    check_study_dir(out)
+    base_layers = (*base_layers, space.fixed)
+    base = make_config(*base_layers)
+    cache = DataCache()
+    monitor = task_monitor(base, cache(base))
+    direction = "maximize" if monitor.mode == "max" else "minimize"
+    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        settings = search_settings(base, space, seeds)
+        study = open_study(out, direction, settings, startup_trials, warmup_epochs, base.seed)
+        retry_interrupted(study, log)
+        remaining = trials - finished_trials(study)
+        if remaining > 0:
+            log(f"study {out}: {remaining} trial(s) to run, {direction} val {monitor.key}")
+            objective = make_objective(
+                base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log
+            )
+            study.optimize(
+                objective,
+                n_trials=remaining,
+                timeout=timeout,
+                catch=(ColdbrewError,),
+                callbacks=[lambda study, trial: log(trial_line(trial, monitor.key))],
+            )
+        return finish_study(study, base_layers, space, out, monitor.key)
+
+
+def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log):
+    from coldbrew.research.curves import train_with_curves
+    from coldbrew.research.seeds import train_seeds
+
+    def objective(trial) -> float:
+        params = {name: dimension.suggest(trial) for name, dimension in space.dimensions.items()}
+        config = make_config(*base_layers, params)
+        run_dir = out / f"trial-{trial.number:03d}"
+        trial.set_user_attr("run_dir", run_dir.name)
+        hook = PruningHook(trial, config.epochs)
+        options = {"on_epoch_end": hook, "tensorboard": tensorboard, "plot": plot, "log": log}
+        if seeds:
+            results = train_seeds(config, run_dir, seeds, load_data=cache, **options)
+        else:
+            results = train_with_curves(config, run_dir, dataset=cache(config), **options)
+        record_results(trial, results)
+        value = (results.get("metrics") or {}).get("val", {}).get(monitor.section, {})
+        value = value.get(monitor.metric)
+        return float(value["mean"] if isinstance(value, dict) else value)
+
+    return objective
+
+
+def record_results(trial, results: dict) -> None:
+    from coldbrew.research.summary import is_aggregate, run_summary
+
+    summary = results if "seeds" in results else run_summary(results)
+    timing = summary.get("timing") or {}
+    for name, value in (
+        ("best_epoch", summary.get("best_epoch")),
+        ("epochs_run", summary.get("epochs_run")),
+        ("seconds_to_best", timing.get("seconds_to_best")),
+        ("samples_per_second", timing.get("samples_per_second")),
+    ):
+        trial.set_user_attr(name, value["mean"] if is_aggregate(value) else value)
+
+
+def trial_line(trial, key: str) -> str:
+    shown = ", ".join(f"{name}={format_value(value)}" for name, value in trial.params.items())
+    value = "" if trial.value is None else f" val {key} {trial.value:.4f}"
+    if trial.state.name == "PRUNED" and trial.intermediate_values:
+        best = trial.intermediate_values[max(trial.intermediate_values)]
+        epoch = trial.user_attrs.get("pruned_at_epoch")
+        value = f" after epoch {epoch}: best val {key} so far {best:.4f}"
+    return f"trial {trial.number} {trial.state.name.lower()}{value} ({shown})"
+
+
+def format_value(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

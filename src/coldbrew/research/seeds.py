@@ -1,0 +1,189 @@
+"""One configuration trained under several seeds: ``RUN/seed-N/`` each, ``RUN/results.json``
+with mean ± std of every metric and timing over the seeds, and each seed's own values.
+
+``RUN`` holds ``config.yaml`` (the settings every seed shares; its ``seed`` is the first),
+``seeds.json`` (the seeds asked for), ``results.json`` and one training run per seed. Resuming
+(``resume=True``) skips seeds whose ``results.json`` exists, continues a seed stopped midway
+from its ``last.pt`` and starts seeds not begun; a resumed run may name more seeds.
+
+Under ``torchrun`` every process runs the seeds one after another, in the same order, each
+seed a distributed run of its own; rank 0 alone writes ``RUN``'s files.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from coldbrew.config import MAX_SEED, TrainConfig
+from coldbrew.errors import ColdbrewError
+from coldbrew.research.summary import aggregate, run_summary
+
+SEEDS_FILE = "seeds.json"
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"1,2,3"`` -> ``[1, 2, 3]``; each seed once, each in 0..2**32-1."""
+    try:
+        seeds = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise ColdbrewError(f"--seeds must be integers like 1,2,3, not {text!r}") from None
+    if not seeds:
+        raise ColdbrewError("--seeds needs at least one seed, e.g. 1,2,3")
+    if len(set(seeds)) != len(seeds):
+        raise ColdbrewError(f"--seeds names a seed twice: {text!r}")
+    if any(not 0 <= seed <= MAX_SEED for seed in seeds):
+        raise ColdbrewError(f"--seeds must each be in 0..{MAX_SEED}, not {text!r}")
+    return seeds
+
+
+def seed_dir(run_dir: Path | str, seed: int) -> Path:
+    return Path(run_dir) / f"seed-{seed}"
+
+
+def is_multi_seed_run(run_dir: Path | str) -> bool:
+    return (Path(run_dir) / SEEDS_FILE).exists()
+
+
+def saved_seeds(run_dir: Path | str) -> list[int]:
+    path = Path(run_dir) / SEEDS_FILE
+    try:
+        return parse_seeds(",".join(str(seed) for seed in json.loads(path.read_text())["seeds"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ColdbrewError(f"{path} is not a list of seeds written by coldbrew") from None
+
+
+def seed_config(config: TrainConfig, seed: int) -> TrainConfig:
+    return dataclasses.replace(copy.deepcopy(config), seed=seed)
+
+
+def train_seeds(
+    config: TrainConfig,
+    run_dir: Path | str,
+    seeds: Sequence[int] | None,
+    *,
+    resume: bool = False,
+    load_data: Callable[[TrainConfig], Any] | None = None,
+    on_epoch_end: Callable | None = None,
+    distributed=None,
+    tensorboard: bool = True,
+    plot: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Train ``config`` once per seed (``seeds``; on resume None keeps the run's own) and
+    write ``RUN/results.json``; return it.
+
+    ``load_data(config)``, when given, returns a seed's data (e.g. from a cache); without it
+    each seed loads its own, as ``coldbrew train --seed N`` would (a split drawn by coldbrew
+    depends on the seed).
+    """
+    from coldbrew.research.curves import train_with_curves
+    from coldbrew.training.checkpoint import RunLock
+    from coldbrew.training.distributed import Distributed
+    from coldbrew.training.run import (
+        CONFIG,
+        RESULTS,
+        RESUMABLE_OVERRIDES,
+        check_run_dir,
+        restarted_by_torchrun,
+        resume_config,
+    )
+    from coldbrew.training.run_dir import absolute_data
+
+    distributed = distributed or Distributed.from_environment()
+    run_dir = Path(run_dir)
+    if restarted_by_torchrun() and is_multi_seed_run(run_dir):
+        resume = True
+    if resume and not is_multi_seed_run(run_dir):
+        raise ColdbrewError(f"{run_dir} is not a multi-seed run (no {SEEDS_FILE})")
+    seeds = list(seeds) if seeds else saved_seeds(run_dir)
+    if distributed.is_main:
+        check_run_dir(run_dir, resume)
+    config = absolute_data(copy.deepcopy(config))
+    resumable = {key: getattr(config, key) for key in RESUMABLE_OVERRIDES}
+    results: dict[int, dict] = {}
+
+    # Every rank decides what each seed needs before any trains: no rank writes in a seed's
+    # directory before all have joined that seed's first collective.
+    plan = {seed: seed_state(seed_dir(run_dir, seed)) for seed in seeds}
+
+    def run_all() -> None:
+        if distributed.is_main:
+            _write_root(run_dir, config, seeds, CONFIG)
+        for seed in seeds:
+            directory = seed_dir(run_dir, seed)
+            if plan[seed] == "finished":
+                log(f"seed {seed}: finished before, results read from {directory / RESULTS}")
+                results[seed] = json.loads((directory / RESULTS).read_text())
+                continue
+            continuing = plan[seed] == "started"
+            own = resume_config(directory, resumable) if continuing else seed_config(config, seed)
+            log(f"seed {seed}: {'continuing' if continuing else 'training'} in {directory}")
+            results[seed] = train_with_curves(
+                own,
+                directory,
+                resume=continuing,
+                dataset=load_data(own) if load_data is not None else None,
+                on_epoch_end=on_epoch_end,
+                distributed=distributed,
+                tensorboard=tensorboard,
+                plot=plot,
+                log=log,
+            )
+
+    if distributed.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with RunLock(run_dir):
+            run_all()
+            return write_seed_results(run_dir, config, seeds, results)
+    run_all()
+    return seed_results(config, seeds, results)
+
+
+def seed_state(directory: Path) -> str:
+    """``finished`` (results.json), ``started`` (config.yaml: resume it) or ``new``."""
+    from coldbrew.training.run import CONFIG, RESULTS
+
+    if (directory / RESULTS).exists():
+        return "finished"
+    return "started" if (directory / CONFIG).exists() else "new"
+
+
+def _write_root(run_dir: Path, config: TrainConfig, seeds: list[int], config_name: str) -> None:
+    from coldbrew.config import config_yaml
+    from coldbrew.training.run import write_json, write_text
+
+    write_text(config_yaml(seed_config(config, seeds[0])), run_dir / config_name)
+    write_json({"seeds": seeds}, run_dir / SEEDS_FILE)
+
+
+def seed_results(config: TrainConfig, seeds: Sequence[int], results: dict[int, dict]) -> dict:
+    """The multi-seed ``results.json``: aggregates first, then every seed's own summary."""
+    summaries = {seed: run_summary(results[seed]) for seed in seeds}
+    first = results[seeds[0]]
+    return {
+        "model": first.get("model"),
+        "dataset": first.get("dataset"),
+        "seeds": list(seeds),
+        "runs": {str(seed): f"seed-{seed}" for seed in seeds},
+        **aggregate([summaries[seed] for seed in seeds]),
+        "early_stop": {key: first.get("early_stop", {}).get(key) for key in ("monitor", "mode")},
+        "per_seed": {str(seed): summaries[seed] for seed in seeds},
+        "config": {key: value for key, value in config.to_dict().items() if key != "seed"},
+        "device": first.get("device"),
+        "versions": first.get("versions"),
+    }
+
+
+def write_seed_results(
+    run_dir: Path, config: TrainConfig, seeds: Sequence[int], results: dict[int, dict]
+) -> dict[str, Any]:
+    from coldbrew.training.run import RESULTS, write_json
+
+    payload = seed_results(config, seeds, results)
+    write_json(payload, run_dir / RESULTS)
+    return payload
