@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-import torch.nn.functional as F
 
 from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.data.dataset import interactions_to_csr
 from coldbrew.errors import ColdbrewError
-from coldbrew.models import neighbors
+from coldbrew.models import build_model
 from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec
 from coldbrew.models.neighbors import (
@@ -23,7 +22,6 @@ from coldbrew.models.neighbors import (
     PaddedLists,
     common_items,
     distinct_ids,
-    neighbor_info_nce,
     top_neighbors,
 )
 from coldbrew.training.run import train
@@ -141,24 +139,6 @@ def test_loss_matches_plain_reference_value_and_gradients():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("rows_per_block", [1, 2, 100])
-def test_blocked_info_nce_matches_the_formula_and_skips_invalid_rows(rows_per_block, monkeypatch):
-    monkeypatch.setattr(neighbors, "block_rows", lambda count, device: rows_per_block)
-    generator = torch.Generator().manual_seed(4)
-    anchors = torch.randn(5, 3, generator=generator, requires_grad=True)
-    positives = torch.randn(5, 3, generator=generator, requires_grad=True)
-    valid = torch.tensor([True, True, False, True, False])
-    fast = neighbor_info_nce(anchors, positives, valid, temperature=0.5)
-    kept = torch.tensor([0, 1, 3])
-    logits = F.normalize(anchors[kept], dim=1) @ F.normalize(positives[kept], dim=1).T / 0.5
-    slow = (torch.logsumexp(logits, 1) - logits.diagonal()).mean()
-    torch.testing.assert_close(fast, slow)
-    fast_grads = torch.autograd.grad(fast, [anchors, positives])
-    slow_grads = torch.autograd.grad(slow, [anchors, positives])
-    for a, b in zip(fast_grads, slow_grads, strict=True):
-        torch.testing.assert_close(a, b)
-
-
 def test_padded_distinct_users_give_the_trimmed_loss():
     # the GPU path (fixed size, padding marked invalid) and the CPU path (torch.unique) agree
     torch.manual_seed(1)
@@ -194,7 +174,15 @@ def test_clcrec_term_uses_the_same_encoder_in_one_call():
     graph = small_graph()
     features = {"visual": torch.rand(7, 5)}
     model = CLCRec(
-        6, 7, features, torch.tensor([6]), dim=4, hidden=8, neighbors=graph, neighbor_weight=0.3
+        6,
+        7,
+        features,
+        torch.tensor([6]),
+        dim=4,
+        hidden=8,
+        neighbors=graph,
+        neighbor_weight=0.3,
+        neighbor_temp=0.25,
     )
     calls = []
     model.encoder.register_forward_hook(lambda module, inputs, output: calls.append(inputs))
@@ -202,8 +190,10 @@ def test_clcrec_term_uses_the_same_encoder_in_one_call():
     items = torch.tensor([[0, 1, 3], [2, 5, 1], [4, 0, 1], [5, 3, 2]])
     output = model(Batch(users, items))
     assert len(calls) == 1  # batch items and common items encoded together
-    expected = term(graph, users, model.user_embedding, model.encoder(), model.temp_value)
-    torch.testing.assert_close(output.terms["neighbor"], expected)
+    expected = term(graph, users, model.user_embedding, model.encoder(), 0.25)
+    torch.testing.assert_close(output.terms["neighbor"], expected)  # its own temperature
+    shared = term(graph, users, model.user_embedding, model.encoder(), model.temp_value)
+    assert not torch.allclose(output.terms["neighbor"], shared)
     terms = output.terms
     rest = model.lr_lambda * terms["item_content"] + (1 - model.lr_lambda) * terms["user_item"]
     rest = rest + model.reg_weight * terms["reg"]
@@ -234,6 +224,16 @@ def test_training_with_the_term_reports_it(tmp_path):
 def test_config_rejects_a_negative_weight():
     with pytest.raises(ColdbrewError, match="option 'neighbor_weight' must be >= 0"):
         make_config({"neighbor_weight": -1.0})
+
+
+def test_the_term_temperature_is_an_option_of_its_own():
+    config = make_config({"neighbor_loss": True, "neighbor_temp": 0.2, "temp_value": 1.5})
+    assert config.model_options.neighbor_temp == 0.2 and config.model_options.temp_value == 1.5
+    dataset = load_dataset("synthetic:small", seed=3, num_users=50, num_items=30)
+    model = build_model("clcrec", dataset, config)
+    assert model.neighbor_temp == 0.2 and model.temp_value == 1.5
+    with pytest.raises(ColdbrewError, match="option 'neighbor_temp' must be > 0"):
+        make_config({"neighbor_temp": 0.0})
 
 
 @pytest.mark.gpu

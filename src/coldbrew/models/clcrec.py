@@ -17,7 +17,8 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
   reproduces that; ``mix_mode="bernoulli"`` replaces each row with probability ``num_sample``.
 * Optional third term (not in the original), ``neighbors=NeighborGraph``: ``neighbor_weight`` ×
   InfoNCE(mean ID embedding of a user's neighbors ↔ mean content embedding of the items they
-  share), reported as ``"neighbor"``; see ``coldbrew.models.neighbors``.
+  share) at its own temperature ``neighbor_temp``, reported as ``"neighbor"``; see
+  ``coldbrew.models.neighbors``.
 
 Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
 with the neighbor term, the users' common items join that one call). The ``B·(1+K)`` products
@@ -175,6 +176,7 @@ class CLCRec(Recommender):
         scoring: str = "auto",
         neighbors: NeighborGraph | None = None,
         neighbor_weight: float = 0.1,
+        neighbor_temp: float = 2.0,
     ):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
@@ -195,6 +197,7 @@ class CLCRec(Recommender):
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
         self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
+        self.neighbor_temp = neighbor_temp
 
     @classmethod
     def from_dataset(cls, dataset: Dataset, **options) -> CLCRec:
@@ -249,7 +252,7 @@ class CLCRec(Recommender):
                 self.user_embedding,
                 content,
                 common_inverse.view(common.shape),  # (N, C) rows of content
-                self.temp_value,
+                self.neighbor_temp,
             )
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
@@ -338,6 +341,7 @@ def build(dataset: Dataset, config) -> CLCRec:
         mix_mode=options.mix_mode,
         neighbors=neighbors,
         neighbor_weight=options.neighbor_weight,
+        neighbor_temp=options.neighbor_temp,
     )
     if config.protocol == "original" and model.encoder.word_table is not None:
         # the original wraps its word-table mean in torch.tensor(...), a detached copy: the

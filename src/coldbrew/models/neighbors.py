@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from coldbrew.models.neighbor_info_nce import neighbor_info_nce
 from coldbrew.models.neighbor_lists import (
     KEEP_COMMON,
     KEEP_NEIGHBORS,
@@ -37,8 +38,6 @@ from coldbrew.models.neighbor_lists import (
     common_items,
     top_neighbors,
 )
-
-CACHE_BLOCK_ELEMENTS = 2**20  # logits per InfoNCE block on one CPU thread (4 MiB)
 
 __all__ = ["NeighborGraph", "PaddedLists", "common_items", "neighbor_info_nce", "top_neighbors"]
 
@@ -73,72 +72,6 @@ def distinct_ids(ids: torch.Tensor, num_ids: int, trim: bool) -> tuple[torch.Ten
     distinct.scatter_(0, slot, torch.arange(num_ids, device=ids.device))
     valid = torch.arange(capacity, device=ids.device) < present.sum()
     return distinct[:capacity], valid
-
-
-class BlockedInfoNCE(torch.autograd.Function):
-    """Per-row ``logsumexp_j(a_i·p_j·s + bias_j) − a_i·p_i·s``, in row blocks, recomputed backward.
-
-    The ``(N, N)`` logits never exist whole: each ``(rows, N)`` block is made, reduced and
-    dropped, in forward and again in backward (as flash attention does), so memory stays
-    O(block) and the elementwise work stays in cache. ``-inf`` in ``column_bias`` drops a column.
-    """
-
-    @staticmethod
-    def forward(ctx, anchors, positives, column_bias, scale: float, block: int):
-        log_sum = torch.empty(len(anchors), dtype=anchors.dtype, device=anchors.device)
-        for start in range(0, len(anchors), block):
-            logits = torch.addmm(
-                column_bias, anchors[start : start + block], positives.T, alpha=scale
-            )
-            log_sum[start : start + block] = torch.logsumexp(logits, dim=1)
-        ctx.save_for_backward(anchors, positives, column_bias, log_sum)
-        ctx.scale, ctx.block = scale, block
-        return log_sum - (anchors * positives).sum(1) * scale
-
-    @staticmethod
-    def backward(ctx, grad):
-        anchors, positives, column_bias, log_sum = ctx.saved_tensors
-        scale, block = ctx.scale, ctx.block
-        grad_anchors = torch.empty_like(anchors)
-        grad_positives = torch.zeros_like(positives)
-        weighted = grad * scale  # (N,)
-        for start in range(0, len(anchors), block):
-            rows = slice(start, start + block)
-            logits = torch.addmm(column_bias, anchors[rows], positives.T, alpha=scale)  # (b, N)
-            probabilities = logits.sub_(log_sum[rows, None]).exp_().mul_(weighted[rows, None])
-            torch.mm(probabilities, positives, out=grad_anchors[rows])
-            grad_positives.addmm_(probabilities.T, anchors[rows])
-        grad_anchors -= weighted[:, None] * positives  # the positive, column i of row i
-        grad_positives -= weighted[:, None] * anchors
-        return grad_anchors, grad_positives, None, None, None
-
-
-def block_rows(count: int, device: torch.device) -> int:
-    """Rows per InfoNCE block: cache-sized on a single CPU thread, else all rows at once.
-
-    Blocks keep the elementwise work in cache, but every op in them is one more thread-pool
-    round trip when several threads run, and on a shared 2-core machine each round trip
-    costs milliseconds (measured, B = 4096: one thread, 2^20-logit blocks 0.85 of the
-    term-free throughput vs 0.75 in one block; two threads, 0.51 vs 0.73).
-    """
-    if device.type == "cpu" and torch.get_num_threads() == 1:
-        return max(1, CACHE_BLOCK_ELEMENTS // count)
-    return count
-
-
-def neighbor_info_nce(
-    anchors: torch.Tensor, positives: torch.Tensor, valid: torch.Tensor, temperature: float
-) -> torch.Tensor:
-    """Mean InfoNCE over the valid rows; row ``i``'s positive is column ``i``, negatives the
-    other valid columns. ``(N, D), (N, D), (N,) bool -> ()``; computed in float32."""
-    with torch.autocast(anchors.device.type, enabled=False):
-        anchors = F.normalize(anchors.float(), dim=1)
-        positives = F.normalize(positives.float(), dim=1)
-        column_bias = torch.where(valid, 0.0, float("-inf"))  # (N,) padding is no negative
-        block = block_rows(len(anchors), anchors.device)
-        per_row = BlockedInfoNCE.apply(anchors, positives, column_bias, 1.0 / temperature, block)
-        weights = valid.float()
-        return torch.dot(per_row, weights) / weights.sum()
 
 
 class NeighborGraph(nn.Module):
