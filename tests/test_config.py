@@ -20,7 +20,21 @@ from coldbrew.models.clcrec_config import CLCRecConfig
 def test_defaults_come_from_the_dataclasses():
     config = make_config()
     assert config.model == "clcrec" and config.model_options == CLCRecConfig()
-    assert config.lr == 0.002 and config.model_options.num_neg == 128 and config.grad_accum == 1
+    assert config.lr == 0.0027 and config.model_options.num_neg == 64 and config.grad_accum == 1
+    assert make_config({"model": "lm"}).lr == 0.002  # the run default; clcrec overrides it
+
+
+def test_the_original_protocol_restores_the_original_settings():
+    config = make_config({"protocol": "original"})
+    options = config.model_options
+    assert (config.lr, config.batch_size, options.num_neg, options.reg_weight) == (
+        0.001,
+        256,
+        128,
+        0.1,
+    )
+    assert (options.lr_lambda, options.temp_value, options.distinct_negatives) == (0.5, 2.0, True)
+    assert make_config({"protocol": "original", "lr": 0.01, "num_neg": 8}).lr == 0.01  # user wins
 
 
 def test_original_names_map_to_fields():

@@ -53,6 +53,11 @@ PROTOCOL_DEFAULTS = {
         "epochs": 1000,
         "early_stop_metric": "all/recall@10",
         "distinct_negatives": True,
+        # the model settings of the original README's MovieLens command
+        "num_neg": 128,
+        "reg_weight": 0.1,
+        "lr_lambda": 0.5,
+        "temp_value": 2.0,
     },
 }
 
@@ -237,6 +242,7 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
             {k: v for k, v in defaults.items() if k in FIELDS or k in section_fields},
             *layers,
         )
+    layers = (MODELS[model].run_defaults, *layers)
     section_type = MODELS[model].config
     run_types, section_types = hints(TrainConfig), hints(section_type)
     run_values: dict[str, Any] = {"model": model}

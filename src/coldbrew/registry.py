@@ -26,6 +26,8 @@ class ModelSpec:
     summary: str
     # options set for evaluation only: training-only parts need not be built to score
     evaluation_overrides: dict[str, Any] = field(default_factory=dict)
+    # run options whose default differs for this model (under protocol defaults and the user's)
+    run_defaults: dict[str, Any] = field(default_factory=dict)
 
     def build(self, dataset: Any, config: Any) -> Any:
         module, _, function = self.builder.partition(":")
@@ -40,6 +42,7 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
         evaluation_overrides={"neighbor_loss": False},
+        run_defaults={"lr": 0.0027},  # with CLCRecConfig's defaults: a 20-trial search's best
     ),
     "lm": ModelSpec(
         "lm",

@@ -159,3 +159,20 @@ def test_cold_items_are_scored_from_their_content(name, data):
     after = moved.model.score_users(users)[:, cold]
     # cold item i now carries item permutation[i]'s content, so it gets that item's scores
     torch.testing.assert_close(after, before[:, torch.from_numpy(permutation)])
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_the_step_traces_on_fake_tensors_for_coldbrew_memory(name, data):
+    from coldbrew.perf.memory_estimate import trace_step
+
+    trace = trace_step(settings(name), data[name], 32)
+    assert trace.peak_bytes["total"] > 0 and trace.flops > 0
+
+
+def test_a_step_that_cannot_be_traced_says_why():
+    from coldbrew.errors import ColdbrewError
+    from coldbrew.perf.memory_estimate import trace_step
+
+    config = make_config({**RUN, "model": "lm", **SMALL["lm"], "lm_mode": "dynamic"})
+    with pytest.raises(ColdbrewError, match="dynamic mode loads pretrained backbone weights"):
+        trace_step(config, None, 32)

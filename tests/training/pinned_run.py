@@ -17,6 +17,10 @@ SETTINGS = {
     "batch_size": 512,
     "num_neg": 16,
     "lr": 0.01,
+    # the model settings that were the defaults when the numbers were pinned
+    "reg_weight": 0.1,
+    "lr_lambda": 0.5,
+    "temp_value": 2.0,
     "quiet": True,
     "epochs": 3,
     "seed": 5,

@@ -42,7 +42,11 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("run options")
     defaults = TrainConfig()
     for name, spec in FIELDS.items():
-        _add(run, spec, getattr(defaults, name), aliases)
+        default = getattr(defaults, name)
+        per_model = [
+            f"{m}: {s.run_defaults[name]}" for m, s in MODELS.items() if name in s.run_defaults
+        ]
+        _add(run, spec, "; ".join([str(default), *per_model]), aliases)
     seen: set[str] = set(FIELDS)
     for model, model_spec in MODELS.items():
         group = parser.add_argument_group(f"{model} options", model_spec.summary)

@@ -25,6 +25,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from coldbrew.config import TrainConfig, make_config
+from coldbrew.errors import ColdbrewError
 from coldbrew.perf.tune import MIN_STEPS_PER_EPOCH
 
 MARGIN = 0.9  # of device memory a planned batch may use
@@ -108,6 +109,9 @@ def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
 
     from coldbrew.training.run import build_trainer
 
+    blocker = getattr(config.model_options, "fake_trace_blocker", lambda: None)()
+    if blocker:
+        raise ColdbrewError(f"cannot trace this step on fake tensors: {blocker}")
     settings = {"batch_size": batch, "grad_accum": 1, "device": "cpu", "compile": False}
     config = make_config(config.to_dict(), {**settings, "quiet": True, "precision": "fp32"})
     with FakeTensorMode(allow_non_fake_inputs=True):

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.dataset import Dataset
@@ -44,11 +45,14 @@ def build(
     if config.lm_mode == "dynamic":
         loaded = text_backbone.load_backbone(config.backbone, "cpu")
     embed = _embedder(config, loaded, device, progress)
-    item_text = embed(item_texts)
-    user_parts = [user_history(dataset.train, item_text)]
-    if dataset.user_text is not None:
-        user_parts.append(embed(list(dataset.user_text)))
-    user_features = torch.cat(user_parts, dim=1)  # (U, E) or (U, 2E)
+    # texts -> vectors is data preparation, done for real even while ``coldbrew memory`` traces
+    # the build on fake tensors (the vectors are then held like any loaded data)
+    with unset_fake_temporarily():
+        item_text = embed(item_texts)
+        user_parts = [user_history(dataset.train, item_text)]
+        if dataset.user_text is not None:
+            user_parts.append(embed(list(dataset.user_text)))
+        user_features = torch.cat(user_parts, dim=1)  # (U, E) or (U, 2E)
     cold_items = torch.from_numpy(dataset.cold_items)
     if loaded is None:
         model = LMRecommender(

@@ -85,6 +85,16 @@ class LMConfig:
     def resolved_num_neg(self) -> int:
         return self.num_neg if self.num_neg is not None else DEFAULT_NUM_NEG[self.loss]
 
+    def fake_trace_blocker(self) -> str | None:
+        """Why ``coldbrew memory`` cannot trace this model's step on fake tensors, if it can't."""
+        if self.lm_mode == "dynamic":
+            return (
+                "dynamic mode loads pretrained backbone weights (and peft adapters), which fake "
+                "tensors cannot hold; its per-device estimate is coldbrew.models.lm.memory."
+                "estimate_memory (python benchmarks/bench_lm.py --parts estimate)"
+            )
+        return None
+
     def lora_spec(self) -> LoraSpec | None:
         return None if self.lora is None else LoraSpec.parse(self.lora)
 

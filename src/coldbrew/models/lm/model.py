@@ -30,7 +30,7 @@ from torch import nn
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
-from coldbrew.models.clcrec import distinct_items, info_nce
+from coldbrew.models.clcrec import distinct_items, host_syncs_are_free, info_nce
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
 
@@ -62,6 +62,7 @@ class LMRecommender(Recommender):
             raise ColdbrewError("LMRecommender: dynamic mode takes a backbone and item_tokens")
         self.config = config
         self.backbone = backbone
+        self.fixed_shapes = False  # True: the GPU step's fixed sizes, also on a CPU (tests, traces)
         self.num_users = num_users
         if item_text is not None:
             self.num_items, width = item_text.shape
@@ -107,7 +108,11 @@ class LMRecommender(Recommender):
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         if items.shape[1] < 2:
             raise ColdbrewError("the lm model needs at least one negative per positive")
-        trim = self.backbone is not None or items.device.type == "cpu"
+        # the backbone runs on every distinct item it is given: padding would cost a pass over
+        # up to B·(1+K) texts, so dynamic mode trims (one host read) unless told fixed_shapes
+        trim = host_syncs_are_free(items, self.fixed_shapes) or (
+            self.backbone is not None and not self.fixed_shapes
+        )
         distinct, inverse = distinct_items(items, self.num_items, trim=trim)  # (n,), (B, 1 + K)
         item_rows = self.item_vectors(distinct, self.text_vectors(distinct))  # (n, dim)
         user_rows = self.user_vectors(users)  # (B, dim)
