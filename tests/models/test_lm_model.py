@@ -326,3 +326,51 @@ def test_clcrec_layout_is_refused_with_a_clear_error(gpt2):
         dataset = clcrec_layout.load(shared_path("clcrec-movielens"), trust_pickle=True)
     with pytest.raises(ColdbrewError, match="needs item texts"):
         make(gpt2, dataset=dataset)
+
+
+def with_features(genre: torch.Tensor | None = None):
+    """The tiny data with a 3-wide genre block and a precomputed text block."""
+    import dataclasses
+
+    generator = torch.Generator().manual_seed(3)
+    genre = torch.rand(12, 3, generator=generator) if genre is None else genre
+    features = {"genre": genre, "text": torch.rand(12, 5, generator=generator)}
+    return dataclasses.replace(tiny_dataset(), features=features)
+
+
+def test_item_features_join_the_text_and_the_precomputed_text_is_left_out(gpt2):
+    data = with_features()
+    model = make(gpt2, dataset=data)
+    text_width = model.item_text.shape[1]
+    assert model.item_head[0].in_features == text_width + 3  # genre only, not the text block
+    torch.testing.assert_close(model.item_features, F.normalize(data.features["genre"], dim=1))
+    assert make(gpt2, dataset=data, item_features=False).item_head[0].in_features == text_width
+    # a cold item's vector follows its feature row: change it, and only that item moves
+    moved = data.features["genre"].clone()
+    moved[COLD_ITEMS[0]] = torch.tensor([5.0, 0.0, 0.0])
+    other = make(gpt2, dataset=with_features(moved))
+    model.eval(), other.eval()
+    before, after = model.item_embeddings(), other.item_embeddings()
+    changed = (before - after).abs().sum(dim=1) > 1e-6
+    assert changed.tolist() == [item == COLD_ITEMS[0] for item in range(12)]
+
+
+def test_cosine_scores_unit_vectors(gpt2):
+    model = make(gpt2, score="cosine", loss="infonce", num_neg=2, temperature=0.1)
+    model.eval()
+    users, items = model.user_embeddings(), model.item_embeddings()
+    torch.testing.assert_close(users.norm(dim=1), torch.ones(len(users)))
+    torch.testing.assert_close(items.norm(dim=1), torch.ones(len(items)))
+    new = model.encode_items(texts=["a new film"])
+    torch.testing.assert_close(new.norm(dim=1), torch.ones(1))
+
+
+def test_a_version_1_checkpoint_without_the_new_options_restores_as_it_was(gpt2):
+    data = with_features()
+    old = make(gpt2, dataset=data, item_features=False)  # what version 1 built
+    payload = round_trip(checkpoint(old))
+    for name in ("score", "item_features"):
+        del payload["config"][name]
+    restored = restore(payload, data)
+    old.eval(), restored.eval()
+    torch.testing.assert_close(restored.item_embeddings(), old.item_embeddings())

@@ -54,6 +54,7 @@ def build(
             user_parts.append(embed(list(dataset.user_text)))
         user_features = torch.cat(user_parts, dim=1)  # (U, E) or (U, 2E)
     cold_items = torch.from_numpy(dataset.cold_items)
+    item_features = feature_blocks(dataset) if config.item_features else None
     if loaded is None:
         model = LMRecommender(
             config,
@@ -61,6 +62,7 @@ def build(
             cold_items=cold_items,
             user_features=user_features,
             item_text=item_text,
+            item_features=item_features,
         )
     else:
         backbone = TextBackbone(
@@ -79,10 +81,23 @@ def build(
             user_features=user_features,
             backbone=backbone,
             item_tokens=backbone.tokenize(item_texts),
+            item_features=item_features,
         )
     if progress:
         print(model.describe(), file=sys.stderr)
     return model
+
+
+def feature_blocks(dataset: Dataset) -> torch.Tensor | None:
+    """``(N, G)`` the data's dense item feature blocks, each row-normalised, joined; ``None``
+    without any. Left out: the precomputed text vectors (the backbone reads the text) and
+    word-id blocks (TikTok's, which need a learned word table)."""
+    blocks = [
+        torch.nn.functional.normalize(torch.as_tensor(block).float(), dim=1)
+        for name, block in dataset.features.items()
+        if name != "text" and isinstance(block, torch.Tensor)
+    ]
+    return torch.cat(blocks, dim=1) if blocks else None
 
 
 def _embedder(
@@ -143,7 +158,8 @@ def restore(
         raise ColdbrewError(
             f"lm checkpoint version {payload.get('version')}, expected {CHECKPOINT_VERSION}"
         )
-    config = LMConfig(**payload["config"])
+    # options added after version 1 shipped take the values that rebuild an older checkpoint
+    config = LMConfig(**{"score": "dot", "item_features": False, **payload["config"]})
     identity = text_backbone.backbone_identity(config.backbone)
     if strict_backbone and identity != payload["backbone_identity"]:
         raise ColdbrewError(

@@ -18,6 +18,7 @@ from coldbrew.options import option
 
 LM_MODES = ("cache", "dynamic")
 LOSSES = ("bpr", "infonce")
+SCORES = ("dot", "cosine")
 POOLINGS = ("auto", "mean", "last", "cls")
 DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 16}  # the seed's triples; a softmax wants a few more
 
@@ -74,6 +75,16 @@ class LMConfig:
         None, "negatives per positive (default: bpr 1, infonce 16)", minimum=1
     )
     temperature: float = option(1.0, "infonce logits are scores / temperature", above=0)
+    score: str = option(
+        "dot",
+        "dot, or cosine (unit user and item vectors; pair with a small temperature)",
+        choices=SCORES,
+    )
+    item_features: bool = option(
+        True,
+        "feed the data's item feature vectors (genre ...; not its precomputed text vectors) "
+        "to the item head beside the text",
+    )
     id_dropout: float = option(
         0.0, "training: drop a warm item's ID vector with this probability", minimum=0, maximum=0.99
     )
@@ -108,6 +119,7 @@ class LMConfig:
         checks = [
             (self.lm_mode in LM_MODES, f"lm_mode must be cache or dynamic, not {self.lm_mode!r}"),
             (self.loss in LOSSES, f"loss must be bpr or infonce, not {self.loss!r}"),
+            (self.score in SCORES, f"score must be dot or cosine, not {self.score!r}"),
             (self.pooling in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}"),
             (self.dim > 0 and self.hidden > 0, "dim and hidden must be positive"),
             (self.max_length > 0, "max_length must be positive"),

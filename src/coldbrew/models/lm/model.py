@@ -1,11 +1,14 @@
 """LMRecommender: users and items scored through language-model embeddings of their texts.
 
-    item(i) = item_head(text(i)) + keep(i) · item_id[i]
+    item(i) = item_head([text(i), features(i)]) + keep(i) · item_id[i]
     user(u) = user_id[u] + user_head([history(u), user_text(u)])
-    score(u, i) = user(u) · item(i)
+    score(u, i) = user(u) · item(i)      (score="cosine": both vectors unit length first)
 
 * ``text(i)`` is the backbone's pooled, unit-length embedding of the item's text: a cached row
   (cache mode) or the backbone run inside the step on the step's distinct items (dynamic mode).
+* ``features(i)``: the data's other item feature vectors (genres on MovieLens; each block
+  row-normalised, as CLCRec reads them), when ``item_features`` is on and the data has any.
+  The data's precomputed text vectors are left out: the backbone reads the text itself.
 * ``keep(i)`` is 0 for cold items, which are therefore always scored from their text. With
   ``id_dropout`` > 0, training also drops a warm item's ID vector with that probability, so the
   text head learns to stand alone (as CLCRec's ``num_sample`` mixes content into training); off
@@ -52,9 +55,11 @@ class LMRecommender(Recommender):
         item_text: torch.Tensor | None = None,
         backbone: TextBackbone | None = None,
         item_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
+        item_features: torch.Tensor | None = None,
     ):
         """``user_features (U, F)``: history (and user-text) vectors. Cache mode takes
-        ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths)."""
+        ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths).
+        ``item_features (N, G)``: row-normalised feature blocks joined to the text vectors."""
         super().__init__()
         if (config.lm_mode == "cache") != (item_text is not None):
             raise ColdbrewError("LMRecommender: cache mode takes item_text, dynamic does not")
@@ -72,6 +77,12 @@ class LMRecommender(Recommender):
             self.num_items, width = len(lengths), backbone.width
             self.register_buffer("item_token_ids", token_ids, persistent=False)
             self.register_buffer("item_token_lengths", lengths, persistent=False)
+        self.register_buffer(
+            "item_features",
+            torch.zeros(self.num_items, 0) if item_features is None else item_features.float(),
+            persistent=False,  # data, like the text vectors
+        )
+        width += self.item_features.shape[1]
         cold_mask = torch.zeros(self.num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
@@ -85,23 +96,30 @@ class LMRecommender(Recommender):
 
     # ------------------------------------------------------------------ vectors
     def text_vectors(self, items: torch.Tensor) -> torch.Tensor:
-        """``(n, E)`` text embeddings of ``items``: cached rows, or the backbone on them."""
+        """``(n, E + G)`` the item head's input: text embeddings of ``items`` (cached rows, or
+        the backbone on them) joined with their feature vectors."""
         if self.backbone is None:
-            return self.item_text[items]
-        token_ids, mask = TextBackbone.trim(
-            self.item_token_ids[items], self.item_token_lengths[items]
-        )
-        return self.backbone(token_ids, mask)
+            text = self.item_text[items]
+        else:
+            token_ids, mask = TextBackbone.trim(
+                self.item_token_ids[items], self.item_token_lengths[items]
+            )
+            text = self.backbone(token_ids, mask)
+        return torch.cat([text, self.item_features[items]], dim=1)
 
     def item_vectors(self, items: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         """``(n, dim)`` item vectors from their text embeddings ``(n, E)`` and ID rows."""
         keep = ~self.cold_mask[items]  # cold items: text only
         if self.training and self.config.id_dropout > 0:
             keep = keep & (torch.rand(items.shape, device=items.device) >= self.config.id_dropout)
-        return self.item_head(text) + self.item_id(items) * keep.unsqueeze(1)
+        return self.unit(self.item_head(text) + self.item_id(items) * keep.unsqueeze(1))
 
     def user_vectors(self, users: torch.Tensor) -> torch.Tensor:
-        return self.user_id(users) + self.user_head(self.user_features[users])  # (B, dim)
+        return self.unit(self.user_id(users) + self.user_head(self.user_features[users]))
+
+    def unit(self, vectors: torch.Tensor) -> torch.Tensor:
+        """``(n, dim)`` rows made unit length under ``score="cosine"``, else unchanged."""
+        return F.normalize(vectors, dim=1) if self.config.score == "cosine" else vectors
 
     # ------------------------------------------------------------------ training
     def forward(self, batch: Batch) -> LossOutput:
@@ -139,14 +157,15 @@ class LMRecommender(Recommender):
             text = self.backbone.embed_all(
                 self.item_token_ids, self.item_token_lengths, self.config.text_batch_size
             )
-        return self.item_vectors(items, text)
+        return self.item_vectors(items, torch.cat([text, self.item_features], dim=1))
 
     @torch.no_grad()
     def encode_items(
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """New items from their text alone (as cold items are scored): the backbone (the
-        model's own in dynamic mode, else loaded for the call), then the item head."""
+        """New items from their text (as cold items are scored): the backbone (the model's
+        own in dynamic mode, else loaded for the call), then the item head. A new item's
+        feature vectors (``item_features``) are unknown here and taken as zeros."""
         if texts is None:
             raise ColdbrewError("the lm model encodes a new item from its text (--item-text)")
         device = self.cold_mask.device
@@ -167,7 +186,8 @@ class LMRecommender(Recommender):
                 progress=False,
                 device=device,
             ).to(device)
-        return self.item_head(text)
+        unknown = text.new_zeros((len(text), self.item_features.shape[1]))
+        return self.unit(self.item_head(torch.cat([text, unknown], dim=1)))
 
     # ------------------------------------------------------------------ bookkeeping
     def parameter_counts(self) -> dict[str, int]:
