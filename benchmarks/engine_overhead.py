@@ -18,7 +18,6 @@ import io
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -30,7 +29,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from shared_data import dataset_path  # noqa: E402
+from shared_data import dataset_path, time_alternately  # noqa: E402
 
 PREVIOUS = "coldbrew_previous"
 
@@ -105,16 +104,7 @@ def main() -> None:
             "previous": previous_step(args, settings, rows),
             "current": current_step(args, settings, rows),
         }
-        for step in steps.values():  # warm-up
-            for _ in range(3):
-                step()
-        times: dict[str, list[float]] = {name: [] for name in steps}
-        for _ in range(args.steps):
-            for name, step in steps.items():
-                started = time.perf_counter()
-                step()
-                times[name].append(time.perf_counter() - started)
-    median = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+        median = {name: s * 1e3 for name, s in time_alternately(steps, args.steps).items()}
     print(
         json.dumps(
             {

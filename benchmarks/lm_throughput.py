@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
-import warnings
 
 import torch
-from shared_data import use_shared_data  # benchmarks/ is on sys.path when run as a script
+from shared_data import load_shared, time_alternately  # benchmarks/ is on sys.path as a script
 
 DATASET = "ml-1m-coldstart"
 
@@ -42,16 +40,10 @@ def main() -> None:
     parser.add_argument("--lm-variants", default="bpr,infonce:64")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    use_shared_data()
+    dataset = load_shared(DATASET, ["genre", "text"], args.threads)
     from coldbrew.config import make_config
-    from coldbrew.data import load_dataset
     from coldbrew.training.run import build_trainer
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "no cold_test.csv: test metrics skipped"
-        dataset = load_dataset(DATASET, features=["genre", "text"])
     run = {"data": DATASET, "batch_size": args.batch_size, "quiet": True, "device": "cpu"}
     models = {"clcrec": {"model": "clcrec"}}
     models.update(
@@ -64,16 +56,7 @@ def main() -> None:
     for name, settings in models.items():
         trainer = build_trainer(make_config(run, settings), dataset)
         steps[name] = lambda trainer=trainer: trainer.train_step(rows)
-    for step in steps.values():  # warm-up
-        for _ in range(3):
-            step()
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(args.steps):
-        for name, step in steps.items():
-            started = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - started)
-    median_ms = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    median_ms = {name: s * 1e3 for name, s in time_alternately(steps, args.steps).items()}
     rate = {name: args.batch_size / ms * 1e3 for name, ms in median_ms.items()}
     print(json.dumps({
         "benchmark": "lm_throughput", "dataset": DATASET, "batch_size": args.batch_size,

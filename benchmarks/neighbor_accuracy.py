@@ -25,11 +25,10 @@ import argparse
 import json
 import os
 import tempfile
-import warnings
 from pathlib import Path
 
 import torch
-from shared_data import use_shared_data  # benchmarks/ is on sys.path when run as a script
+from shared_data import load_shared  # benchmarks/ is on sys.path when run as a script
 from trained_runs import mean_and_std, seeds_list, train_or_take
 
 DATASET = "ml-1m-coldstart"
@@ -128,14 +127,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     parser.add_argument("--runs", type=Path, default=None, help="keep (and take) run folders here")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    use_shared_data()
-    from coldbrew import load_dataset
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "no cold_test.csv: test metrics skipped"
-        dataset = load_dataset(DATASET, features=args.features)
+    dataset = load_shared(DATASET, args.features, args.threads)
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         for seed in args.seeds:

@@ -24,11 +24,10 @@ import argparse
 import json
 import os
 import tempfile
-import warnings
 from pathlib import Path
 
 import torch
-from shared_data import use_shared_data  # benchmarks/ is on sys.path when run as a script
+from shared_data import load_shared  # benchmarks/ is on sys.path when run as a script
 from trained_runs import mean_and_std, seeds_list, train_or_take
 
 DATASET = "ml-1m-coldstart"
@@ -132,14 +131,7 @@ def main() -> None:
     parser.add_argument("--original-epochs", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    use_shared_data()
-    from coldbrew import load_dataset
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "no cold_test.csv: test metrics skipped"
-        dataset = load_dataset(DATASET, features=["genre", "text"])
+    dataset = load_shared(DATASET, ["genre", "text"], args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         runs = args.runs or Path(scratch)
         per_seed = {}

@@ -21,3 +21,38 @@ def dataset_path(name: str) -> Path:
     if not path.is_dir():
         sys.exit(f"{path} not found: set COLDBREW_DATA to the folder holding {name}/")
     return path
+
+
+def load_shared(name: str, features: list[str], threads: int | None = None):
+    """Dataset ``name`` from the shared data, its warnings silenced (ml-1m-coldstart's "no
+    cold_test.csv: test metrics skipped"); ``threads`` CPU threads for torch when given."""
+    import warnings
+
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    use_shared_data()
+    from coldbrew import load_dataset
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_dataset(name, features=features)
+
+
+def time_alternately(steps: dict, repeats: int, warmup: int = 3) -> dict[str, float]:
+    """Median seconds of each ``steps[name]()`` over ``repeats`` calls, the steps called in
+    turn (so machine noise hits them alike), after ``warmup`` untimed calls of each."""
+    import statistics
+    import time
+
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            started = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}
