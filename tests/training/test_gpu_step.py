@@ -127,3 +127,21 @@ def test_the_whole_forward_compiles_as_one_graph():
     loss = compiled(torch.arange(256))
     loss.backward()
     assert torch.isfinite(loss) and model.user_embedding.grad is not None
+
+
+def test_the_lm_cache_mode_gpu_step_has_no_host_sync(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from lm_support import tiny_dataset, tiny_gpt2
+
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+    settings = {"model": "lm", "data": "tiny-text", "backbone": str(tiny_gpt2(tmp_path / "gpt2"))}
+    settings.update(dim=8, hidden=16, loss="infonce", num_neg=2, score="cosine", batch_size=8)
+    trainer = build_trainer(make_config(settings, {"quiet": True, "device": "cpu"}), tiny_dataset())
+    trainer.model.fixed_shapes = True
+    count = trainer.task.num_samples()  # builds the sampler
+    trainer.task.sampler.method = "rank"
+    trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)
+    trainer.train_step(torch.arange(8) % count)
+    with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
+        trainer.train_step(torch.arange(8, 16) % count)
+    assert spy.found == []
