@@ -73,6 +73,7 @@ def test_the_lm_recommender_ranks_users_for_a_new_items_text(tmp_path, monkeypat
     folder = tiny_gpt2(tmp_path / "gpt2")
     dataset = tiny_dataset()
     settings = {"model": "lm", "backbone": str(folder), "dim": 8, "hidden": 16, "epochs": 1}
+    settings["num_neg"] = 4  # the tiny data has 9 warm items
     config = make_config({**settings, "data": "synthetic", "quiet": True, "batch_size": 8})
     train(config, tmp_path / "run", dataset=dataset)
     import coldbrew.training.run_evaluation as evaluation

@@ -161,11 +161,13 @@ def test_cold_items_are_scored_from_their_content(name, data):
     torch.testing.assert_close(after, before[:, torch.from_numpy(permutation)])
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", [*sorted(SMALL), "clcrec+neighbor"])
 def test_the_step_traces_on_fake_tensors_for_coldbrew_memory(name, data):
     from coldbrew.perf.memory_estimate import trace_step
 
-    trace = trace_step(settings(name), data[name], 32)
+    config = settings(name.split("+")[0])
+    config.model_options.neighbor_loss = name.endswith("+neighbor")  # lists built for real
+    trace = trace_step(config, data[name.split("+")[0]], 32)
     assert trace.peak_bytes["total"] > 0 and trace.flops > 0
 
 

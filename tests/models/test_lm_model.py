@@ -83,7 +83,11 @@ def reference_loss(model, users, items) -> torch.Tensor:
             item_vector = model.item_head(item_text)
             if item not in COLD_ITEMS:
                 item_vector = item_vector + model.item_id.weight[item]
-            scores.append(user_vector @ item_vector)
+            if config.score == "cosine":
+                cosine = user_vector @ item_vector / (user_vector.norm() * item_vector.norm())
+                scores.append(cosine)
+            else:
+                scores.append(user_vector @ item_vector)
         scores = torch.stack(scores)
         if config.loss == "bpr":
             total = total + sum(F.softplus(s - scores[0]) for s in scores[1:]) / (len(scores) - 1)
@@ -98,8 +102,9 @@ def reference_loss(model, users, items) -> torch.Tensor:
 @pytest.mark.parametrize(
     "options", [{}, {"lm_mode": "dynamic", "freeze": True}, {"lm_mode": "dynamic", "lora": "4,8"}]
 )
-def test_loss_and_gradients_match_a_plain_loop(gpt2, loss, options):
-    model = make(gpt2, loss=loss, id_dropout=0.0, **options)
+@pytest.mark.parametrize("score", ["dot", "cosine"])
+def test_loss_and_gradients_match_a_plain_loop(gpt2, loss, options, score):
+    model = make(gpt2, loss=loss, score=score, id_dropout=0.0, **options)
     train_steps(model, 2)  # LoRA's B starts at 0; move every parameter off its init
     model.eval()  # no dropout inside the backbone, so both computations agree
     users, items = fixed_batch()
@@ -159,7 +164,7 @@ def test_a_batch_without_negatives_is_refused(gpt2):
 # ---------------------------------------------------------------------------------- scoring
 @pytest.mark.parametrize("options", [{}, {"lm_mode": "dynamic", "lora": "4,8"}])
 def test_cold_items_are_scored_from_their_text_alone(gpt2, options):
-    model = make(gpt2, **options)
+    model = make(gpt2, score="dot", **options)  # dot: an ID row adds to the vector as it is
     train_steps(model, 3)
     model.eval()
     before = model.item_embeddings().detach()
@@ -174,7 +179,7 @@ def test_cold_items_are_scored_from_their_text_alone(gpt2, options):
 
 
 def test_id_dropout_drops_warm_ids_in_training_only(gpt2):
-    model = make(gpt2, id_dropout=0.5)
+    model = make(gpt2, id_dropout=0.5, score="dot")
     items = torch.arange(9).repeat(500)  # warm items only
     text = torch.zeros(len(items), model.item_text.shape[1])
     model.train()
@@ -367,7 +372,7 @@ def test_cosine_scores_unit_vectors(gpt2):
 
 def test_a_version_1_checkpoint_without_the_new_options_restores_as_it_was(gpt2):
     data = with_features()
-    old = make(gpt2, dataset=data, item_features=False)  # what version 1 built
+    old = make(gpt2, dataset=data, item_features=False, score="dot")  # what version 1 built
     payload = round_trip(checkpoint(old))
     for name in ("score", "item_features"):
         del payload["config"][name]

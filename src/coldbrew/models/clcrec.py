@@ -35,6 +35,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
@@ -329,7 +330,9 @@ def build(dataset: Dataset, config) -> CLCRec:
     options = config.model_options
     neighbors = None
     if options.neighbor_loss:
-        neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
+        # data preparation: done for real even while coldbrew memory traces on fake tensors
+        with unset_fake_temporarily():
+            neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
     model = CLCRec.from_dataset(
         dataset,
         dim=options.dim,

@@ -20,7 +20,7 @@ LM_MODES = ("cache", "dynamic")
 LOSSES = ("bpr", "infonce")
 SCORES = ("dot", "cosine")
 POOLINGS = ("auto", "mean", "last", "cls")
-DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 16}  # the seed's triples; a softmax wants a few more
+DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 64}  # the seed's triples; a softmax wants many more
 
 
 @dataclass(frozen=True)
@@ -70,14 +70,18 @@ class LMConfig:
     freeze: bool = option(False, "dynamic mode: train the heads only")
     lora: str | None = option(None, "dynamic mode: LoRA adapters R,ALPHA[,MODULE,...] (peft)")
     grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
-    loss: str = option("bpr", "bpr (the seed's triples) or infonce (K negatives)", choices=LOSSES)
-    num_neg: int | None = option(
-        None, "negatives per positive (default: bpr 1, infonce 16)", minimum=1
+    # loss, num_neg, temperature and score: the best of a single-seed screening on
+    # ml-1m-coldstart, confirmed over 3 seeds (BENCHMARKS.md, "LM recommender accuracy")
+    loss: str = option(
+        "infonce", "infonce (K negatives) or bpr (the seed's triples)", choices=LOSSES
     )
-    temperature: float = option(1.0, "infonce logits are scores / temperature", above=0)
+    num_neg: int | None = option(
+        None, "negatives per positive (default: infonce 64, bpr 1)", minimum=1
+    )
+    temperature: float = option(0.2, "infonce logits are scores / temperature", above=0)
     score: str = option(
-        "dot",
-        "dot, or cosine (unit user and item vectors; pair with a small temperature)",
+        "cosine",
+        "cosine (unit user and item vectors; pair with a small temperature) or dot",
         choices=SCORES,
     )
     item_features: bool = option(
