@@ -58,3 +58,23 @@ def test_table_rows_never_named_get_zero_gradient():
 def test_rejects_wrong_ranks():
     with pytest.raises(ValueError, match="queries"):
         gather_dot(torch.randn(2, 3), torch.randn(4, 3), torch.zeros(2, 1, dtype=torch.long))
+
+
+@pytest.mark.parametrize("path", ["fused", "dense", "gathered"])
+def test_sampled_scores_paths_agree_with_the_plain_gather(path, monkeypatch):
+    from coldbrew.models.gather_dot import sampled_scores
+
+    generator = torch.Generator().manual_seed(2)
+    queries = torch.randn(6, 4, generator=generator, requires_grad=True)
+    table = torch.randn(9, 4, generator=generator, requires_grad=True)
+    index = torch.randint(9, (6, 3), generator=generator)  # repeats within rows included
+    # dense while rows <= DENSE_RATIO x columns: 9 <= 32 x 3; a ratio of 1 forces the gather
+    monkeypatch.setattr(gather_dot_module, "DENSE_RATIO", 32 if path == "dense" else 1)
+    fast = sampled_scores(queries, table, index, fused=path == "fused")
+    plain = (table[index] * queries[:, None, :]).sum(dim=2)
+    torch.testing.assert_close(fast, plain)
+    weights = torch.randn(6, 3, generator=generator)
+    grads = torch.autograd.grad((fast * weights).sum(), [queries, table])
+    expected = torch.autograd.grad((plain * weights).sum(), [queries, table])
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want)

@@ -40,11 +40,10 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
-from coldbrew.models.gather_dot import gather_dot
+from coldbrew.models.gather_dot import DENSE_RATIO, gather_dot
 from coldbrew.models.neighbors import NeighborGraph
 
 WORD_DIM = 128
-DENSE_RATIO = 32  # dense scoring while distinct items <= 32 x (1 + K); see scores_dense
 
 
 class ContentEncoder(nn.Module):

@@ -34,6 +34,7 @@ from torch import nn
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
 from coldbrew.models.clcrec import distinct_items, host_syncs_are_free, info_nce
+from coldbrew.models.gather_dot import sampled_scores
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
 
@@ -128,14 +129,12 @@ class LMRecommender(Recommender):
             raise ColdbrewError("the lm model needs at least one negative per positive")
         # the backbone runs on every distinct item it is given: padding would cost a pass over
         # up to B·(1+K) texts, so dynamic mode trims (one host read) unless told fixed_shapes
-        trim = host_syncs_are_free(items, self.fixed_shapes) or (
-            self.backbone is not None and not self.fixed_shapes
-        )
+        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
+        trim = cpu_path or (self.backbone is not None and not self.fixed_shapes)
         distinct, inverse = distinct_items(items, self.num_items, trim=trim)  # (n,), (B, 1 + K)
         item_rows = self.item_vectors(distinct, self.text_vectors(distinct))  # (n, dim)
         user_rows = self.user_vectors(users)  # (B, dim)
-        # (B, 1 + K, dim) @ (B, dim, 1) -> (B, 1 + K)
-        scores = torch.bmm(F.embedding(inverse, item_rows), user_rows.unsqueeze(2)).squeeze(2)
+        scores = sampled_scores(user_rows, item_rows, inverse, fused=cpu_path)  # (B, 1 + K)
         if self.config.loss == "bpr":
             loss = F.softplus(scores[:, 1:] - scores[:, :1]).mean()  # −log σ(s_pos − s_neg)
         else:
