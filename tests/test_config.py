@@ -203,3 +203,18 @@ def test_to_dict_round_trips():
     config = make_config({"lr": 0.01, "dim": 8, "ks": [5, 10]})
     assert make_config(config.to_dict()) == config
     assert isinstance(TrainConfig().model_options, CLCRecConfig)
+
+
+def test_a_saved_run_lacking_a_newer_option_keeps_the_value_it_was_trained_with(tmp_path):
+    import yaml
+
+    from coldbrew.config import load_saved_config
+
+    saved = make_config({"model": "lm", "loss": "bpr"}).to_dict()
+    for name in ("score", "item_features"):  # options added after such a run was saved
+        del saved["lm"][name]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(saved))
+    options = make_config(load_saved_config(path)).model_options
+    assert (options.score, options.item_features, options.loss) == ("dot", False, "bpr")
+    assert make_config({"model": "lm"}).model_options.score == "cosine"  # new runs: today's

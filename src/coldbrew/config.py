@@ -294,6 +294,21 @@ def _put_section(key, value, model, types, values, from_text) -> None:
     raise ColdbrewError(f"unknown config key {key!r}")
 
 
+def load_saved_config(path: str | Path) -> dict[str, Any]:
+    """A run's own ``config.yaml``. A run saves every option, so an option its model section
+    lacks was added after the run: it gets the value the run was trained with
+    (``ModelSpec.absent_options``), not today's default."""
+    from coldbrew.registry import MODELS
+
+    values = load_yaml(path)
+    model = _model_name((values,))
+    section = values.get(model)
+    if isinstance(section, dict):
+        for key, value in MODELS[model].absent_options.items():
+            section.setdefault(key, value)
+    return values
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     try:
         with open(path) as handle:

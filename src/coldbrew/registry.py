@@ -28,6 +28,8 @@ class ModelSpec:
     evaluation_overrides: dict[str, Any] = field(default_factory=dict)
     # run options whose default differs for this model (under protocol defaults and the user's)
     run_defaults: dict[str, Any] = field(default_factory=dict)
+    # options added after runs were saved without them: the value such a run was trained with
+    absent_options: dict[str, Any] = field(default_factory=dict)
 
     def build(self, dataset: Any, config: Any) -> Any:
         module, _, function = self.builder.partition(":")
@@ -50,6 +52,7 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.lm.builder:build_for_run",
         "recommendation",
         "LM metadata recommender: item and user text through a language model, cached or LoRA",
+        absent_options={"score": "dot", "item_features": False},
     ),
     "lstm": ModelSpec(
         "lstm",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from coldbrew.config import TrainConfig, config_yaml, load_yaml, make_config
+from coldbrew.config import TrainConfig, config_yaml, load_saved_config, make_config
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.registry import model_spec
@@ -252,8 +252,8 @@ def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
     path = Path(run_dir) / CONFIG
     if not path.exists():
         raise ColdbrewError(f"cannot resume: {path} does not exist")
-    saved = make_config(load_yaml(path))
-    config = make_config(load_yaml(path), *overrides)
+    saved = make_config(load_saved_config(path))
+    config = make_config(load_saved_config(path), *overrides)
     before, after = flat_settings(saved), flat_settings(config)
     changed = sorted(key for key in after if before.get(key) != after[key])
     refused = [key for key in changed if key not in RESUMABLE_OVERRIDES]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from coldbrew.config import load_yaml, make_config
+from coldbrew.config import load_saved_config, make_config
 from coldbrew.data.dataset import SPLITS
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.protocols import check_protocol
@@ -47,7 +47,7 @@ def load_best_model(
         overrides["data"] = data
     if trust_pickle is not None:
         overrides["trust_pickle"] = trust_pickle
-    config = make_config(load_yaml(run_dir / CONFIG), overrides)
+    config = make_config(load_saved_config(run_dir / CONFIG), overrides)
     for name, value in model_spec(config.model).evaluation_overrides.items():
         setattr(config.model_options, name, value)
     checkpoint_path = run_dir / BEST

@@ -109,7 +109,8 @@ class LMRecommender(Recommender):
         return torch.cat([text, self.item_features[items]], dim=1)
 
     def item_vectors(self, items: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
-        """``(n, dim)`` item vectors from their text embeddings ``(n, E)`` and ID rows."""
+        """``(n, dim)`` item vectors from their head inputs ``(n, E + G)`` (``text_vectors``)
+        and ID rows."""
         keep = ~self.cold_mask[items]  # cold items: text only
         if self.training and self.config.id_dropout > 0:
             keep = keep & (torch.rand(items.shape, device=items.device) >= self.config.id_dropout)
