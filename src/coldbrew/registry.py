@@ -52,7 +52,7 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.lm.builder:build_for_run",
         "recommendation",
         "LM metadata recommender: item and user text through a language model, cached or LoRA",
-        absent_options={"score": "dot", "item_features": False},
+        absent_options={"score": "dot", "item_features": False},  # id_dropout was saved
     ),
     "lstm": ModelSpec(
         "lstm",

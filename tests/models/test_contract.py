@@ -67,13 +67,17 @@ def samples(trainer, count: int, start: int = 0) -> torch.Tensor:
 
 
 def predictions(trainer, rows: int = 20) -> torch.Tensor:
-    """What the model outputs for evaluation: scores of users, or forecasts of windows."""
-    if MODELS[trainer.config.model].task == "recommendation":
-        return trainer.model.score_users(
-            torch.arange(rows) % trainer.model.user_embeddings().shape[0]
-        )
-    with torch.no_grad():
-        return trainer.model.predict(trainer.task.make_batch(samples(trainer, rows)).inputs)
+    """What the model outputs for evaluation (in eval mode, as the evaluator runs it): scores
+    of users, or forecasts of windows."""
+    model, was_training = trainer.model, trainer.model.training
+    model.eval()
+    try:
+        if MODELS[trainer.config.model].task == "recommendation":
+            return model.score_users(torch.arange(rows) % model.user_embeddings().shape[0])
+        with torch.no_grad():
+            return model.predict(trainer.task.make_batch(samples(trainer, rows)).inputs)
+    finally:
+        model.train(was_training)
 
 
 def test_every_registered_model_has_small_settings():

@@ -70,8 +70,8 @@ class LMConfig:
     freeze: bool = option(False, "dynamic mode: train the heads only")
     lora: str | None = option(None, "dynamic mode: LoRA adapters R,ALPHA[,MODULE,...] (peft)")
     grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
-    # loss, num_neg, temperature and score: the best of a single-seed screening on
-    # ml-1m-coldstart, confirmed over 3 seeds (BENCHMARKS.md, "LM recommender accuracy")
+    # loss, num_neg, temperature, score and id_dropout: the best of a single-seed screening on
+    # ml-1m-coldstart, then over 3 seeds (BENCHMARKS.md, "LM recommender: accuracy ...")
     loss: str = option(
         "infonce", "infonce (K negatives) or bpr (the seed's triples)", choices=LOSSES
     )
@@ -90,7 +90,7 @@ class LMConfig:
         "to the item head beside the text",
     )
     id_dropout: float = option(
-        0.0, "training: drop a warm item's ID vector with this probability", minimum=0, maximum=0.99
+        0.5, "training: drop a warm item's ID vector with this probability", minimum=0, maximum=0.99
     )
     text_batch_size: int = option(64, "texts per backbone call when embedding", minimum=1)
 
