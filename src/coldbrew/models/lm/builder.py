@@ -158,8 +158,10 @@ def restore(
         raise ColdbrewError(
             f"lm checkpoint version {payload.get('version')}, expected {CHECKPOINT_VERSION}"
         )
-    # options added after version 1 shipped take the values that rebuild an older checkpoint
-    config = LMConfig(**{"score": "dot", "item_features": False, **payload["config"]})
+    from coldbrew.registry import MODELS
+
+    # options added after a checkpoint was saved take the values it was trained with
+    config = LMConfig(**{**MODELS["lm"].absent_options, **payload["config"]})
     identity = text_backbone.backbone_identity(config.backbone)
     if strict_backbone and identity != payload["backbone_identity"]:
         raise ColdbrewError(
