@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew.data import csv_coldstart, csv_files, load_dataset, text_encoder
+from coldbrew.data import csv_coldstart, csv_files, load_dataset, text_backbone
 from coldbrew.data.csv_coldstart import match_extra_info, read_pairs
 from coldbrew.data.features import normalise_title, title_keys
 from coldbrew.errors import DataError
@@ -329,12 +329,13 @@ def test_ml1m_coldstart_text_features(tmp_path, monkeypatch):
     text = dataset.features["text"]
     assert text.shape == (3018, 384)
     torch.testing.assert_close(text.norm(dim=1), torch.ones(3018))
-    monkeypatch.setattr(text_encoder, "_load_model", refuse_loading)  # the second load is cached
+    # the second load is cached: loading the backbone at all is a failure
+    monkeypatch.setattr(text_backbone, "load_backbone", refuse_loading)
     again = load(shared_path("ml-1m-coldstart"), features=["text"], progress=False)
     assert torch.equal(again.features["text"], text)
 
 
-def refuse_loading(device: str):
+def refuse_loading(*args, **kwargs):
     raise AssertionError("the text model must not be loaded: the embeddings are cached")
 
 
