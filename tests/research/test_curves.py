@@ -5,20 +5,12 @@ from __future__ import annotations
 import json
 
 from optional import require
+from tiny_run import TINY
 
 from coldbrew.config import make_config
 from coldbrew.research import curves
 from coldbrew.research.curves import plot_curves, plotted_metrics, train_with_curves
 
-TINY = {
-    "data": "synthetic:small,users=120,items=80",
-    "batch_size": 1024,
-    "num_neg": 4,
-    "lr": 0.01,
-    "epochs": 2,
-    "ks": [5, 20],
-    "quiet": True,
-}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tiny_run import TINY
 
 from coldbrew.cli import main
 from coldbrew.config import make_config
@@ -13,16 +14,6 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.research.seeds import parse_seeds, train_seeds
 from coldbrew.research.summary import aggregate, run_summary
 from coldbrew.training.run import resume_config
-
-TINY = {
-    "data": "synthetic:small,users=120,items=80",
-    "batch_size": 1024,
-    "num_neg": 4,
-    "lr": 0.01,
-    "epochs": 2,
-    "ks": [5, 20],
-    "quiet": True,
-}
 
 
 def silent(line: str) -> None:
