@@ -21,7 +21,8 @@ def test_defaults_come_from_the_dataclasses():
     config = make_config()
     assert config.model == "clcrec" and config.model_options == CLCRecConfig()
     assert config.lr == 0.0027 and config.model_options.num_neg == 64 and config.grad_accum == 1
-    assert make_config({"model": "lm"}).lr == 0.002  # the run default; clcrec overrides it
+    assert make_config({"model": "lstm"}).lr == 0.002  # the run default; clcrec and lm override it
+    assert make_config({"model": "lm"}).lr == 0.0013
 
 
 def test_the_original_protocol_restores_the_original_settings():

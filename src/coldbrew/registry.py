@@ -52,6 +52,7 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.lm.builder:build_for_run",
         "recommendation",
         "LM metadata recommender: item and user text through a language model, cached or LoRA",
+        run_defaults={"lr": 0.0013, "batch_size": 1024},  # with LMConfig's: a search's best
         absent_options={"score": "dot", "item_features": False},  # id_dropout was saved
     ),
     "lstm": ModelSpec(

@@ -26,7 +26,7 @@ def test_bad_lora_spec_is_an_error(text):
 
 def test_num_neg_defaults_follow_the_loss():
     assert LMConfig(loss="bpr").resolved_num_neg() == 1  # the seed's (user, pos, neg) triples
-    assert LMConfig().resolved_num_neg() == 64  # infonce, the default
+    assert LMConfig().resolved_num_neg() == 128  # infonce, the default
     assert LMConfig(loss="infonce", num_neg=4).resolved_num_neg() == 4
 
 

@@ -20,7 +20,7 @@ LM_MODES = ("cache", "dynamic")
 LOSSES = ("bpr", "infonce")
 SCORES = ("dot", "cosine")
 POOLINGS = ("auto", "mean", "last", "cls")
-DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 64}  # the seed's triples; a softmax wants many more
+DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 128}  # the seed's triples; a softmax wants many more
 
 
 @dataclass(frozen=True)
@@ -70,15 +70,16 @@ class LMConfig:
     freeze: bool = option(False, "dynamic mode: train the heads only")
     lora: str | None = option(None, "dynamic mode: LoRA adapters R,ALPHA[,MODULE,...] (peft)")
     grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
-    # loss, num_neg, temperature, score and id_dropout: the best of a single-seed screening on
-    # ml-1m-coldstart, then over 3 seeds (BENCHMARKS.md, "LM recommender: accuracy ...")
+    # loss, score, num_neg, temperature, id_dropout (and lr 0.0013, batch 1024: the registry's
+    # run_defaults): a screening and a 20-trial search on ml-1m-coldstart, then 3 seeds
+    # (BENCHMARKS.md, "LM recommender: accuracy ...")
     loss: str = option(
         "infonce", "infonce (K negatives) or bpr (the seed's triples)", choices=LOSSES
     )
     num_neg: int | None = option(
-        None, "negatives per positive (default: infonce 64, bpr 1)", minimum=1
+        None, "negatives per positive (default: infonce 128, bpr 1)", minimum=1
     )
-    temperature: float = option(0.2, "infonce logits are scores / temperature", above=0)
+    temperature: float = option(0.11, "infonce logits are scores / temperature", above=0)
     score: str = option(
         "cosine",
         "cosine (unit user and item vectors; pair with a small temperature) or dot",
@@ -90,7 +91,10 @@ class LMConfig:
         "to the item head beside the text",
     )
     id_dropout: float = option(
-        0.5, "training: drop a warm item's ID vector with this probability", minimum=0, maximum=0.99
+        0.36,
+        "training: drop a warm item's ID vector with this probability",
+        minimum=0,
+        maximum=0.99,
     )
     text_batch_size: int = option(64, "texts per backbone call when embedding", minimum=1)
 

@@ -12,8 +12,8 @@
 * ``keep(i)`` is 0 for cold items, which are therefore always scored from their text. With
   ``id_dropout`` > 0, training also drops a warm item's ID vector with that probability, so the
   text head learns to stand alone (as CLCRec's ``num_sample`` mixes content into training);
-  0.5 by default: with the InfoNCE/cosine defaults it lifted val cold Recall@20 on
-  ml-1m-coldstart on each of 3 seeds (under BPR it did not; BENCHMARKS.md).
+  0.36 by default (a search's value; 0.5 against 0 lifted val cold Recall@20 on
+  ml-1m-coldstart on each of 3 seeds, under BPR it did not; BENCHMARKS.md).
 * ``history(u)`` is the mean text embedding of the user's training items and ``user_text(u)``
   the embedding of the user's own description where the data has one (ML-100K); both are
   computed once with the frozen backbone, in either mode.
