@@ -55,6 +55,10 @@ class Recommender(nn.Module):
     cold-start model); ``score_users`` defaults to the inner product of the two.
     """
 
+    # True: take the step a GPU runs (fixed sizes, no host reads) on any device; tests and
+    # ``coldbrew memory`` set it on a CPU (see ``coldbrew.models.clcrec.host_syncs_are_free``)
+    fixed_shapes: bool = False
+
     def forward(self, batch: Batch) -> LossOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -46,6 +46,16 @@ from coldbrew.models.neighbors import NeighborGraph
 WORD_DIM = 128
 
 
+def dense_blocks(features: dict[str, torch.Tensor | WordIds], skip: tuple[str, ...] = ()):
+    """The dense feature blocks of ``features`` (word-id blocks and ``skip`` left out), each
+    row-normalised, in the dataset's order: how content models read item features."""
+    return [
+        F.normalize(block.float(), dim=1)
+        for name, block in features.items()
+        if isinstance(block, torch.Tensor) and name not in skip
+    ]
+
+
 class ContentEncoder(nn.Module):
     """Item features → content embedding; ``forward(items)`` encodes only those items."""
 
@@ -59,9 +69,7 @@ class ContentEncoder(nn.Module):
         super().__init__()
         if not features:
             raise ColdbrewError("CLCRec needs at least one item feature block (none were loaded)")
-        dense = [
-            F.normalize(f.float(), dim=1) for f in features.values() if isinstance(f, torch.Tensor)
-        ]
+        dense = dense_blocks(features)
         words = [f for f in features.values() if isinstance(f, WordIds)]
         if len(words) > 1:
             raise ColdbrewError("at most one word-id feature block is supported")
@@ -184,8 +192,6 @@ class CLCRec(Recommender):
         if scoring not in ("auto", "fused", "dense", "gather"):
             raise ColdbrewError(f"scoring must be auto, fused, dense or gather, not {scoring!r}")
         self.scoring = scoring
-        # True: the step a GPU runs (fixed sizes, no host reads, dense/gather scoring) on any device
-        self.fixed_shapes = False
         self.num_users, self.num_items = num_users, num_items
         self.reg_weight, self.lr_lambda = reg_weight, lr_lambda
         self.temp_value, self.num_sample, self.mix_mode = temp_value, num_sample, mix_mode

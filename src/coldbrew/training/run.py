@@ -252,8 +252,9 @@ def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
     path = Path(run_dir) / CONFIG
     if not path.exists():
         raise ColdbrewError(f"cannot resume: {path} does not exist")
-    saved = make_config(load_saved_config(path))
-    config = make_config(load_saved_config(path), *overrides)
+    values = load_saved_config(path)  # read once; make_config does not change its layers
+    saved = make_config(values)
+    config = make_config(values, *overrides)
     before, after = flat_settings(saved), flat_settings(config)
     changed = sorted(key for key in after if before.get(key) != after[key])
     refused = [key for key in changed if key not in RESUMABLE_OVERRIDES]

@@ -20,6 +20,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.clcrec import dense_blocks
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lm.model import LMRecommender
@@ -56,14 +57,7 @@ def build(
     cold_items = torch.from_numpy(dataset.cold_items)
     item_features = feature_blocks(dataset) if config.item_features else None
     if loaded is None:
-        model = LMRecommender(
-            config,
-            num_users=dataset.num_users,
-            cold_items=cold_items,
-            user_features=user_features,
-            item_text=item_text,
-            item_features=item_features,
-        )
+        text_source = {"item_text": item_text}
     else:
         backbone = TextBackbone(
             loaded,
@@ -74,15 +68,15 @@ def build(
             lora=config.lora_spec(),
             grad_checkpointing=config.grad_checkpointing,
         )
-        model = LMRecommender(
-            config,
-            num_users=dataset.num_users,
-            cold_items=cold_items,
-            user_features=user_features,
-            backbone=backbone,
-            item_tokens=backbone.tokenize(item_texts),
-            item_features=item_features,
-        )
+        text_source = {"backbone": backbone, "item_tokens": backbone.tokenize(item_texts)}
+    model = LMRecommender(
+        config,
+        num_users=dataset.num_users,
+        cold_items=cold_items,
+        user_features=user_features,
+        item_features=item_features,
+        **text_source,
+    )
     if progress:
         print(model.describe(), file=sys.stderr)
     return model
@@ -92,11 +86,7 @@ def feature_blocks(dataset: Dataset) -> torch.Tensor | None:
     """``(N, G)`` the data's dense item feature blocks, each row-normalised, joined; ``None``
     without any. Left out: the precomputed text vectors (the backbone reads the text) and
     word-id blocks (TikTok's, which need a learned word table)."""
-    blocks = [
-        torch.nn.functional.normalize(torch.as_tensor(block).float(), dim=1)
-        for name, block in dataset.features.items()
-        if name != "text" and isinstance(block, torch.Tensor)
-    ]
+    blocks = dense_blocks(dataset.features, skip=("text",))
     return torch.cat(blocks, dim=1) if blocks else None
 
 

@@ -68,7 +68,6 @@ class LMRecommender(Recommender):
             raise ColdbrewError("LMRecommender: dynamic mode takes a backbone and item_tokens")
         self.config = config
         self.backbone = backbone
-        self.fixed_shapes = False  # True: the GPU step's fixed sizes, also on a CPU (tests, traces)
         self.num_users = num_users
         if item_text is not None:
             self.num_items, width = item_text.shape
