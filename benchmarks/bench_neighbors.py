@@ -6,9 +6,15 @@ On the CLCRec MovieLens split (55,485 users, 922,007 training interactions):
    from the training matrix, each part timed once (``time.perf_counter``, progress bar off);
 2. ``coldbrew bench train`` runs in a fresh process with the term off, then on, ``--repeats``
    times alternately (batch 4096, 128 negatives, generated 2048/128/100-d features, the graph
-   precomputed before the timed region); the ratio of the median throughputs is printed.
+   precomputed before the timed region); the ratio of the median throughputs is printed;
+   with ``--neighbor-negatives K`` the runs with the term contrast each user with K others;
+3. ``--alternate STEPS``: instead of 2, one process builds a trainer without the term, one with
+   it over every user of the step, and one for each ``--neighbor-negatives`` value given
+   (comma-separated), then times their steps in turn on the same rows (median of STEPS each),
+   so the machine's load hits them alike.
 
     .venv/bin/python benchmarks/bench_neighbors.py [--seconds 20] [--repeats 2] [--threads N]
+    .venv/bin/python benchmarks/bench_neighbors.py --alternate 30 --neighbor-negatives 255,1023
 
 Prints JSON lines. Needs ../shared/data/clcrec-movielens (or ``$COLDBREW_DATA``). The machine's
 load averages are recorded with each line, since a shared CPU skews every number.
@@ -26,7 +32,7 @@ import time
 from pathlib import Path
 
 import torch
-from shared_data import dataset_path  # noqa: E402
+from shared_data import dataset_path, time_alternately  # noqa: E402
 
 DATASET = "clcrec-movielens"
 BENCH = "import sys\nfrom coldbrew.cli import main\nsys.exit(main(sys.argv[1:]))\n"
@@ -66,6 +72,8 @@ def train_throughput(path: Path, neighbor_loss: bool, args: argparse.Namespace) 
     ]  # fmt: skip
     if neighbor_loss:
         command.append("--neighbor-loss")
+        if args.neighbor_negatives:
+            command += ["--neighbor-negatives", args.neighbor_negatives]
     environment = dict(os.environ)
     if args.threads:
         environment["OMP_NUM_THREADS"] = str(args.threads)  # torch's CPU thread count
@@ -75,6 +83,39 @@ def train_throughput(path: Path, neighbor_loss: bool, args: argparse.Namespace) 
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["load_average"] = os.getloadavg()
     return result
+
+
+def alternate(path: Path, args: argparse.Namespace) -> dict:
+    """Step milliseconds of the trainers without the term, with it over every user, and with
+    each ``--neighbor-negatives`` value: one process, steps in turn, the same rows."""
+    from coldbrew import load_dataset
+    from coldbrew.config import make_config
+    from coldbrew.perf.bench import random_features
+    from coldbrew.training.run import build_trainer
+
+    dataset = load_dataset(str(path), trust_pickle=True, features=[])
+    dataset.features = random_features(dataset.num_items, [2048, 128, 100], seed=1)
+    run = {"data": str(path), "batch_size": 4096, "num_neg": 128, "quiet": True, "device": "cpu"}
+    variants = {"off": {}, "all": {"neighbor_loss": True}}
+    for count in filter(None, (args.neighbor_negatives or "").split(",")):
+        variants[f"negatives={count}"] = {"neighbor_loss": True, "neighbor_negatives": int(count)}
+    rows = torch.randint(dataset.num_train, (4096,), generator=torch.Generator().manual_seed(0))
+    steps = {}
+    for name, settings in variants.items():
+        trainer = build_trainer(make_config({**run, **settings}), dataset)
+        steps[name] = lambda trainer=trainer: trainer.train_step(rows)
+    step_ms = {name: s * 1e3 for name, s in time_alternately(steps, args.alternate).items()}
+    return {
+        "benchmark": "neighbor_train_ratio_alternating",
+        "median_step_ms": step_ms,
+        "ratio_on_over_off": {
+            name: step_ms["off"] / ms for name, ms in step_ms.items() if name != "off"
+        },
+        "steps": args.alternate,
+        "threads": torch.get_num_threads(),
+        "load_average": os.getloadavg(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def main() -> None:
@@ -88,12 +129,21 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     parser.add_argument("--skip-precompute", action="store_true")
+    parser.add_argument(
+        "--neighbor-negatives", help="K (comma-separated with --alternate): the term's negatives"
+    )
+    parser.add_argument(
+        "--alternate", type=int, metavar="STEPS", help="one process, steps in turn (see above)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     path = dataset_path(DATASET)
     if not args.skip_precompute:
         print(json.dumps(precompute(path)), flush=True)
+    if args.alternate:
+        print(json.dumps(alternate(path, args)), flush=True)
+        return
     rates: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(args.repeats):
         for neighbor_loss in (False, True):

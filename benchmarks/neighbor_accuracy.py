@@ -12,9 +12,10 @@ too when ``cold_test.csv`` is present.
         [--features genre,text] [--runs DIR] [--threads 1]
 
 With ``--runs DIR`` the run folders are kept as ``DIR/without-seedS`` and
-``DIR/with-tempT-seedS``, and a folder already holding a run of the same settings is taken
-instead of trained again (``trained_runs.py``): split the seeds over processes, then run once
-more with every seed for the summary. Prints one JSON line per run, one summary line per
+``DIR/with-tempT-seedS`` (``-negativesK`` added with ``--neighbor-negatives K``), and a folder
+already holding a run of the same settings is taken instead of trained again
+(``trained_runs.py``): split the seeds over processes, then run once more with every seed for
+the summary. Prints one JSON line per run, one summary line per
 variant (mean ± sample std over the seeds) and one per temperature with the paired change
 against the run without the term. Needs ../shared/data/ml-1m-coldstart (or ``$COLDBREW_DATA``).
 """
@@ -53,11 +54,15 @@ def settings(args: argparse.Namespace, seed: int, temperature: float | None) -> 
         chosen.update(
             neighbor_loss=True, neighbor_weight=args.neighbor_weight, neighbor_temp=temperature
         )
+        if args.neighbor_negatives is not None:
+            chosen["neighbor_negatives"] = args.neighbor_negatives
     return chosen
 
 
 def run(dataset, seed: int, temperature: float | None, args, runs: Path) -> dict:
     name = "without" if temperature is None else f"with-temp{temperature:g}"
+    if temperature is not None and args.neighbor_negatives is not None:
+        name += f"-negatives{args.neighbor_negatives}"
     chosen = settings(args, seed, temperature)
     results = train_or_take(chosen, runs / f"{name}-seed{seed}", dataset)
     history = results["history"]
@@ -119,6 +124,9 @@ def main() -> None:
         "--neighbor-temps", type=lambda text: [float(v) for v in text.split(",")], default=[2.0]
     )
     parser.add_argument("--neighbor-weight", type=float, default=0.1)
+    parser.add_argument(
+        "--neighbor-negatives", type=int, default=None, help="the term's negatives (default: all)"
+    )
     parser.add_argument("--features", type=lambda text: text.split(","), default=["genre", "text"])
     parser.add_argument("--batch-size", type=int, default=None, help="default: coldbrew's")
     parser.add_argument("--lr", type=float, default=None, help="default: coldbrew's")

@@ -92,3 +92,38 @@ def test_identical_rows_at_a_tiny_temperature_stay_finite():
     torch.testing.assert_close(loss, torch.tensor(math.log(4)))
     loss.backward()
     assert torch.isfinite(rows.grad).all()
+
+
+@pytest.mark.parametrize(("rows", "negatives"), [(10, 3), (11, 4), (9, 1)])
+def test_grouped_negatives_match_a_loop_over_the_same_groups(rows, negatives):
+    # --neighbor-negatives K: rows shuffled into groups of K + 1 (the last one padded); each
+    # row against the valid rows of its own group, the mean over every valid row
+    anchors, positives = random_inputs(rows, 5, seed=rows)
+    valid = torch.ones(rows, dtype=torch.bool)
+    valid[[2, rows - 1]] = False
+    torch.manual_seed(3)
+    fast = neighbor_info_nce(anchors, positives, valid, 0.3, negatives=negatives)
+    torch.manual_seed(3)
+    order = torch.argsort(torch.rand(rows))  # the permutation the function drew
+    total, count = torch.zeros((), dtype=torch.float64), 0
+    for group in order.split(negatives + 1):
+        kept = int(valid[group].sum())
+        if kept:
+            loss = plain_loss(anchors[group], positives[group], valid[group], 0.3)
+            total, count = total + loss * kept, count + kept
+    slow = total / count
+    torch.testing.assert_close(fast.double(), slow, rtol=1e-5, atol=1e-6)
+    for fast_grad, slow_grad in zip(
+        torch.autograd.grad(fast, [anchors, positives]),
+        torch.autograd.grad(slow, [anchors, positives]),
+        strict=True,
+    ):
+        torch.testing.assert_close(fast_grad, slow_grad, rtol=1e-4, atol=1e-6)
+
+
+def test_grouped_negatives_differ_from_all_and_equal_it_when_the_group_holds_every_row():
+    anchors, positives = random_inputs(12, 4, seed=2)
+    valid = torch.ones(12, dtype=torch.bool)
+    every = neighbor_info_nce(anchors, positives, valid, 0.5)
+    assert neighbor_info_nce(anchors, positives, valid, 0.5, negatives=11) == every
+    assert abs(neighbor_info_nce(anchors, positives, valid, 0.5, negatives=3) - every) > 0.1

@@ -15,6 +15,7 @@ from coldbrew.config import make_config
 from coldbrew.data.dataset import interactions_to_csr
 from coldbrew.errors import ColdbrewError
 from coldbrew.models import build_model
+from coldbrew.models import neighbor_info_nce as neighbor_info_nce_module
 from coldbrew.models.base import Batch
 from coldbrew.models.clcrec import CLCRec
 from coldbrew.models.neighbors import (
@@ -234,6 +235,28 @@ def test_the_term_temperature_is_an_option_of_its_own():
     assert model.neighbor_temp == 0.2 and model.temp_value == 1.5
     with pytest.raises(ColdbrewError, match="option 'neighbor_temp' must be > 0"):
         make_config({"neighbor_temp": 0.0})
+
+
+def test_the_term_samples_its_negatives_when_told(monkeypatch):
+    # --neighbor-negatives K reaches the term: users shuffled into groups of K + 1
+    config = make_config({"neighbor_loss": True, "neighbor_negatives": 3})
+    dataset = load_dataset("synthetic:small", seed=3, num_users=50, num_items=30)
+    model = build_model("clcrec", dataset, config)
+    assert model.neighbor_negatives == 3
+    groups = []
+    original = neighbor_info_nce_module.grouped_per_row
+    monkeypatch.setattr(
+        neighbor_info_nce_module,
+        "grouped_per_row",
+        lambda *args: groups.append(args[-1]) or original(*args),
+    )
+    users = torch.arange(12)
+    items = torch.randint(30, (12, 3), generator=torch.Generator().manual_seed(0))
+    model(Batch(users, items))
+    assert groups == [4]
+    model.neighbor_negatives = None  # every other user: the full product
+    model(Batch(users, items))
+    assert groups == [4]
 
 
 @pytest.mark.gpu

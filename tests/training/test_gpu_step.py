@@ -74,9 +74,13 @@ def adam_step_counters(optimizer) -> list[torch.Tensor]:
     return [state["step"] for state in optimizer.state.values() if "step" in state]
 
 
-@pytest.mark.parametrize("neighbor_loss", [False, True])
-def test_a_gpu_step_has_no_host_sync_and_no_data_dependent_shape(neighbor_loss):
-    trainer = gpu_like_trainer(neighbor_loss)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"neighbor_loss": True}, {"neighbor_loss": True, "neighbor_negatives": 15}],
+    ids=["base", "neighbor-term", "neighbor-term-sampled"],
+)
+def test_a_gpu_step_has_no_host_sync_and_no_data_dependent_shape(options):
+    trainer = gpu_like_trainer(**options)
     trainer.train_step(torch.arange(256))  # the first step creates Adam's state
     with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
         for start in (256, 512):
@@ -113,8 +117,11 @@ def test_the_cpu_step_does_read_values_back():
     assert spy.found
 
 
-def test_the_whole_forward_compiles_as_one_graph():
-    trainer = gpu_like_trainer()
+@pytest.mark.parametrize(
+    "options", [{}, {"neighbor_loss": True, "neighbor_negatives": 15}], ids=["base", "neighbor"]
+)
+def test_the_whole_forward_compiles_as_one_graph(options):
+    trainer = gpu_like_trainer(**options)
     model, task = trainer.model, trainer.task
     users, items = task._training_data()
 

@@ -17,7 +17,8 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
   reproduces that; ``mix_mode="bernoulli"`` replaces each row with probability ``num_sample``.
 * Optional third term (not in the original), ``neighbors=NeighborGraph``: ``neighbor_weight`` ×
   InfoNCE(mean ID embedding of a user's neighbors ↔ mean content embedding of the items they
-  share) at its own temperature ``neighbor_temp``, reported as ``"neighbor"``; see
+  share) at its own temperature ``neighbor_temp``, against every other user of the step or
+  ``neighbor_negatives`` of them at random, reported as ``"neighbor"``; see
   ``coldbrew.models.neighbors``.
 
 Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
@@ -185,6 +186,7 @@ class CLCRec(Recommender):
         neighbors: NeighborGraph | None = None,
         neighbor_weight: float = 0.1,
         neighbor_temp: float = 2.0,
+        neighbor_negatives: int | None = None,
     ):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
@@ -203,7 +205,7 @@ class CLCRec(Recommender):
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
         self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
-        self.neighbor_temp = neighbor_temp
+        self.neighbor_temp, self.neighbor_negatives = neighbor_temp, neighbor_negatives
 
     @classmethod
     def from_dataset(cls, dataset: Dataset, **options) -> CLCRec:
@@ -259,6 +261,7 @@ class CLCRec(Recommender):
                 content,
                 common_inverse.view(common.shape),  # (N, C) rows of content
                 self.neighbor_temp,
+                self.neighbor_negatives,
             )
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)
@@ -350,6 +353,7 @@ def build(dataset: Dataset, config) -> CLCRec:
         neighbors=neighbors,
         neighbor_weight=options.neighbor_weight,
         neighbor_temp=options.neighbor_temp,
+        neighbor_negatives=options.neighbor_negatives,
     )
     if config.protocol == "original" and model.encoder.word_table is not None:
         # the original wraps its word-table mean in torch.tensor(...), a detached copy: the

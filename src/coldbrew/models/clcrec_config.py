@@ -38,6 +38,11 @@ class CLCRecConfig:
     neighbor_loss: bool = option(False, "add the neighbor-graph term")
     neighbor_weight: float = option(0.1, "weight of the neighbor-graph term", minimum=0)
     neighbor_temp: float = option(2.0, "the neighbor-graph term's InfoNCE temperature", above=0)
+    neighbor_negatives: int | None = option(
+        None,
+        "the neighbor term's negatives per user: K others of the step at random (default: all)",
+        minimum=1,
+    )
 
     def resolved_num_neg(self) -> int:
         """Negatives per positive the recommendation task draws."""

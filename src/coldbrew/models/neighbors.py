@@ -14,7 +14,8 @@ Definitions (the seed system's, made deterministic):
   used neighbors (the user's own ID embedding when it has none); common embedding = mean
   content embedding of its common items (the neighbor embedding when it has none); InfoNCE
   between the two, L2-normalised, row ``i``'s positive in column ``i``, the other distinct
-  users as negatives, temperature ``τ``, with log-sum-exp.
+  users as negatives (or ``K`` of them at random: ``--neighbor-negatives``), temperature
+  ``τ``, with log-sum-exp.
 
 The lists are precomputed once (``coldbrew.models.neighbor_lists``) and live on the device as
 padded index tensors. A step gathers them for its distinct users: no Python loop over users,
@@ -161,7 +162,9 @@ class NeighborGraph(nn.Module):
         item_content: torch.Tensor,
         common_index: torch.Tensor,
         temperature: float,
+        negatives: int | None = None,
     ) -> torch.Tensor:
-        """The term for ``step``'s distinct ``users`` and ``valid`` (others as in ``vectors``)."""
+        """The term for ``step``'s distinct ``users`` and ``valid`` (others as in ``vectors``);
+        ``negatives``: how many of the other users each user is contrasted with (all: None)."""
         neighbor, common = self.vectors(users, user_embedding, item_content, common_index)
-        return neighbor_info_nce(neighbor, common, valid, temperature)
+        return neighbor_info_nce(neighbor, common, valid, temperature, negatives)
