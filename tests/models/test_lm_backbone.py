@@ -121,6 +121,16 @@ def test_loading_leaves_the_environment_alone(gpt2):
     assert dict(os.environ) == before
 
 
+def test_quiet_loading_has_no_weights_bar_and_restores_the_setting(gpt2, capfd):
+    from transformers.utils import logging as transformers_logging
+
+    load_backbone(gpt2, progress=False)
+    assert "Loading weights" not in capfd.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()  # left as it was
+    load_backbone(gpt2)
+    assert "Loading weights" in capfd.readouterr().err  # the check can see the bar
+
+
 def test_gpt2_gets_a_pad_token_and_right_padding(gpt2):
     loaded = load_backbone(gpt2)
     assert loaded.tokenizer.pad_token == loaded.tokenizer.eos_token

@@ -142,16 +142,26 @@ def _folder_digest(location: str, stamp: tuple) -> str:
     return digest.hexdigest()
 
 
-def load_backbone(name: str, device: torch.device | str = "cpu") -> LoadedBackbone:
+def load_backbone(
+    name: str, device: torch.device | str = "cpu", *, progress: bool = True
+) -> LoadedBackbone:
     """A fresh tokenizer and model (the caller may change it); a local folder never touches
-    the network, a hub name goes through ``from_pretrained`` as the environment allows."""
+    the network, a hub name goes through ``from_pretrained`` as the environment allows.
+    ``progress=False`` also silences transformers' own "Loading weights" bar."""
     location, local = backbone_location(name)
     transformers = _import_transformers()
+    bars = transformers.utils.logging
+    was_enabled = bars.is_progress_bar_enabled()
+    if not progress:
+        bars.disable_progress_bar()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(location, local_files_only=local)
         model = transformers.AutoModel.from_pretrained(location, local_files_only=local)
     except OSError as error:
         raise DataError(_hub_hint(name, error) if not local else f"{name}: {error}") from error
+    finally:
+        if was_enabled:
+            bars.enable_progress_bar()
     if tokenizer.pad_token is None:  # GPT-2 has none; padded positions are masked anyway
         if tokenizer.eos_token is None:
             raise DataError(f"backbone {name!r}: its tokenizer has neither a pad nor an eos token")

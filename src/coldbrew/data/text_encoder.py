@@ -75,7 +75,7 @@ def encode_texts(
     if loaded is None:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        backbone_loaded = text_backbone.load_backbone(backbone, device)
+        backbone_loaded = text_backbone.load_backbone(backbone, device, progress=progress)
     else:
         backbone_loaded = loaded()
     embeddings = _encode(

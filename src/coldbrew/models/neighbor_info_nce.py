@@ -19,7 +19,8 @@ exp and scale again in backward):
 
 ``negatives=K`` (``--neighbor-negatives``) computes less: the rows are shuffled and split into
 groups of ``K + 1``, and each row's negatives are the other rows of its group, ``N·(K+1)·D``
-per product instead of ``N²·D`` (the seed system's batch of 256 users gave each row about 255).
+per product instead of ``N²·D`` (at the original protocol's batch of 256, a row has at most 255
+negatives anyway).
 
 Cache-sized blocks on one CPU thread (what this module did before it kept the exponentials)
 no longer pay: with nothing recomputed and the elementwise passes gone, 32 to 3,749-row

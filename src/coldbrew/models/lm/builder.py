@@ -44,7 +44,7 @@ def build(
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     loaded = None
     if config.lm_mode == "dynamic":
-        loaded = text_backbone.load_backbone(config.backbone, "cpu")
+        loaded = text_backbone.load_backbone(config.backbone, "cpu", progress=progress)
     embed = _embedder(config, loaded, device, progress)
     # texts -> vectors is data preparation, done for real even while ``coldbrew memory`` traces
     # the build on fake tensors (the vectors are then held like any loaded data)
@@ -101,7 +101,9 @@ def _embedder(
 
     def backbone_on_device() -> text_backbone.LoadedBackbone:
         if not held:
-            held.append(loaded or text_backbone.load_backbone(config.backbone, device))
+            held.append(
+                loaded or text_backbone.load_backbone(config.backbone, device, progress=progress)
+            )
         held[0].model.to(device)
         return held[0]
 
