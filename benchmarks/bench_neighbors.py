@@ -7,11 +7,11 @@ On the CLCRec MovieLens split (55,485 users, 922,007 training interactions):
 2. ``coldbrew bench train`` runs in a fresh process with the term off, then on, ``--repeats``
    times alternately (batch 4096, 128 negatives, generated 2048/128/100-d features, the graph
    precomputed before the timed region); the ratio of the median throughputs is printed;
-   with ``--neighbor-negatives K`` the runs with the term contrast each user with K others;
+   the term runs at its defaults, or with ``--neighbor-negatives K`` (0: every other user);
 3. ``--alternate STEPS``: instead of 2, one process builds a trainer without the term, one with
-   it over every user of the step, and one for each ``--neighbor-negatives`` value given
-   (comma-separated), then times their steps in turn on the same rows (median of STEPS each),
-   so the machine's load hits them alike.
+   it over every user of the step (``--neighbor-negatives 0``), and one for each value of
+   ``--neighbor-negatives`` (comma-separated), then times their steps in turn on the same rows
+   (median of STEPS each), so the machine's load hits them alike.
 
     .venv/bin/python benchmarks/bench_neighbors.py [--seconds 20] [--repeats 2] [--threads N]
     .venv/bin/python benchmarks/bench_neighbors.py --alternate 30 --neighbor-negatives 255,1023
@@ -96,7 +96,7 @@ def alternate(path: Path, args: argparse.Namespace) -> dict:
     dataset = load_dataset(str(path), trust_pickle=True, features=[])
     dataset.features = random_features(dataset.num_items, [2048, 128, 100], seed=1)
     run = {"data": str(path), "batch_size": 4096, "num_neg": 128, "quiet": True, "device": "cpu"}
-    variants = {"off": {}, "all": {"neighbor_loss": True}}
+    variants = {"off": {}, "all": {"neighbor_loss": True, "neighbor_negatives": 0}}
     for count in filter(None, (args.neighbor_negatives or "").split(",")):
         variants[f"negatives={count}"] = {"neighbor_loss": True, "neighbor_negatives": int(count)}
     rows = torch.randint(dataset.num_train, (4096,), generator=torch.Generator().manual_seed(0))

@@ -219,3 +219,16 @@ def test_a_saved_run_lacking_a_newer_option_keeps_the_value_it_was_trained_with(
     options = make_config(load_saved_config(path)).model_options
     assert (options.score, options.item_features, options.loss) == ("dot", False, "bpr")
     assert make_config({"model": "lm"}).model_options.score == "cosine"  # new runs: today's
+
+
+def test_a_saved_clcrec_run_keeps_its_neighbor_term_over_every_user(tmp_path):
+    import yaml
+
+    from coldbrew.config import load_saved_config
+
+    saved = make_config({"neighbor_loss": True}).to_dict()
+    del saved["clcrec"]["neighbor_negatives"]  # saved before the option existed
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(saved))
+    assert make_config(load_saved_config(path)).model_options.neighbor_negatives == 0  # all
+    assert make_config({"neighbor_loss": True}).model_options.neighbor_negatives == 255

@@ -45,6 +45,7 @@ MODELS: dict[str, ModelSpec] = {
         "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
         evaluation_overrides={"neighbor_loss": False},
         run_defaults={"lr": 0.0027},  # with CLCRecConfig's defaults: a 20-trial search's best
+        absent_options={"neighbor_negatives": 0},  # the term used every other user before
     ),
     "lm": ModelSpec(
         "lm",

@@ -194,6 +194,7 @@ def test_data_info_uses_the_training_seed_by_default(capsys):
         (["--feature-dims", "0"], "--feature-dims must be positive"),
         (["--seconds", "-1"], "--seconds must be positive"),
         (["--num-neg", "0"], "option 'num_neg' must be >= 1"),
+        (["--neighbor-negatives", "7"], "--neighbor-negatives applies with --neighbor-loss"),
     ],
 )
 def test_bench_refuses_bad_options(capsys, flags, message):

@@ -254,7 +254,7 @@ def test_the_term_samples_its_negatives_when_told(monkeypatch):
     items = torch.randint(30, (12, 3), generator=torch.Generator().manual_seed(0))
     model(Batch(users, items))
     assert groups == [4]
-    model.neighbor_negatives = None  # every other user: the full product
+    model.neighbor_negatives = 0  # every other user: the full product
     model(Batch(users, items))
     assert groups == [4]
 

@@ -23,3 +23,11 @@ def test_bench_prints_one_json_line_of_measurements(capsys, what):
     assert sorted(result["feature_dims"].values()) == [4, 8]
     assert result["sampler"] == "rejection"  # the CPU default while the bitset fits
     assert result["device"].startswith("cpu")
+
+
+def test_bench_train_passes_the_neighbor_terms_negatives(capsys):
+    argv = ["bench", "train", "--data", "synthetic:users=60,items=40", "--num-neg", "4"]
+    argv += ["--batch-size", "32", "--seconds", "0.1", "--warmup", "1", "--device", "cpu"]
+    assert main([*argv, "--neighbor-loss", "--neighbor-negatives", "0", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["neighbor_loss"] is True and result["neighbor_negatives"] == 0

@@ -44,6 +44,11 @@ def add_parser(commands) -> None:
         action="store_true",
         help="train with the neighbor-graph term (precomputed first, untimed)",
     )
+    bench.add_argument(
+        "--neighbor-negatives",
+        default=None,
+        help="with --neighbor-loss: the term's negatives per user (default 255; 0: all)",
+    )
     bench.add_argument("--seed", default="1", help="seed (default 1)")
     bench.add_argument("--json", action="store_true", help="print only the JSON line")
 
@@ -87,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.neighbor_loss:
         flags["neighbor_loss"] = True
+        flags["neighbor_negatives"] = args.neighbor_negatives
+    elif args.neighbor_negatives is not None:
+        raise ColdbrewError("--neighbor-negatives applies with --neighbor-loss")
     config = make_config(Flags({k: v for k, v in flags.items() if v is not None}))
     from coldbrew.perf.bench import run_bench
 

@@ -17,8 +17,8 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
   reproduces that; ``mix_mode="bernoulli"`` replaces each row with probability ``num_sample``.
 * Optional third term (not in the original), ``neighbors=NeighborGraph``: ``neighbor_weight`` ×
   InfoNCE(mean ID embedding of a user's neighbors ↔ mean content embedding of the items they
-  share) at its own temperature ``neighbor_temp``, against every other user of the step or
-  ``neighbor_negatives`` of them at random, reported as ``"neighbor"``; see
+  share) at its own temperature ``neighbor_temp``, against ``neighbor_negatives`` other users
+  of the step at random (0: every other user), reported as ``"neighbor"``; see
   ``coldbrew.models.neighbors``.
 
 Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
@@ -186,7 +186,7 @@ class CLCRec(Recommender):
         neighbors: NeighborGraph | None = None,
         neighbor_weight: float = 0.1,
         neighbor_temp: float = 2.0,
-        neighbor_negatives: int | None = None,
+        neighbor_negatives: int = 0,
     ):
         super().__init__()
         if mix_mode not in ("original", "bernoulli"):
@@ -261,7 +261,7 @@ class CLCRec(Recommender):
                 content,
                 common_inverse.view(common.shape),  # (N, C) rows of content
                 self.neighbor_temp,
-                self.neighbor_negatives,
+                self.neighbor_negatives or None,  # 0: every other user
             )
             total = total + self.neighbor_weight * terms["neighbor"]
         return LossOutput(total=total, terms=terms)

@@ -96,6 +96,7 @@ def run_bench(
         "precision": trainer.runtime.precision,
         "compile": config.compile,
         "neighbor_loss": getattr(config.model_options, "neighbor_loss", False),
+        "neighbor_negatives": getattr(config.model_options, "neighbor_negatives", None),
         "sampler": task.sampler.method,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
