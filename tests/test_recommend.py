@@ -59,8 +59,14 @@ def test_refusals(clcrec_run, capsys):
         loaded.recommend(user=99999)
     with pytest.raises(ColdbrewError, match="expected \\(n, 32\\)"):
         loaded.recommend(item_features=np.ones(5))
-    with pytest.raises(ColdbrewError, match="exactly one"):
+    with pytest.raises(ColdbrewError, match="either a user or a new item"):
         loaded.recommend(user=1, item_text="x")
+    with pytest.raises(ColdbrewError, match="either a user or a new item"):
+        loaded.recommend(k=3)
+    with pytest.raises(ColdbrewError, match="not from text"):  # CLCRec reads no text
+        loaded.recommend(item_text="a film", item_features=np.ones(32), k=3)
+    assert main(["recommend", "--run", str(clcrec_run), "--user", "1", "--item-text", "x"]) == 2
+    assert "either a user or a new item" in capsys.readouterr().err
     assert main(["recommend", "--run", str(clcrec_run), "--user", "1", "--k", "0"]) == 2
     assert "k must be at least 1" in capsys.readouterr().err
 

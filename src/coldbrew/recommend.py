@@ -1,11 +1,12 @@
 """Recommendations from a trained run: a user's top items (cold ones included), or the users
-most likely to want a new item described by its text (or, for CLCRec, its feature vector).
+most likely to want a new item described by its text (with its feature vector where the LM
+reads feature blocks) or, for CLCRec, its feature vector.
 
     run = coldbrew.load_run("runs/ml1m")
     run.recommend(user=42, k=10)                          # items for user 42
     run.recommend(item_text="Heat (1995). Genres: Action, Crime, Thriller.", k=20)  # users
 
-``coldbrew recommend --run R --user U | --item-text "..." | --item-features FILE.npy`` does
+``coldbrew recommend --run R --user U | --item-text "..." [--item-features FILE.npy]`` does
 the same from the command line.
 """
 
@@ -39,11 +40,12 @@ class LoadedRun:
         k: int = 20,
     ) -> list[dict]:
         """``user`` (its id in the data's own numbering): its top ``k`` items, training items
-        left out. ``item_text`` / ``item_features``: the top ``k`` users for that new item.
-        Rows: ``{"rank", "item"|"user", "score", ...}``."""
-        given = [value is not None for value in (user, item_text, item_features)]
-        if sum(given) != 1:
-            raise ColdbrewError("give exactly one of user, item_text or item_features")
+        left out. ``item_text`` and/or ``item_features`` (what the model reads: text for the
+        LM, with its feature blocks when it was trained with them; features for CLCRec): the
+        top ``k`` users for that new item. Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        new_item = item_text is not None or item_features is not None
+        if (user is not None) == new_item:
+            raise ColdbrewError("give either a user or a new item (its text and/or features)")
         if k < 1:
             raise ColdbrewError(f"k must be at least 1, not {k}")
         if user is not None:
@@ -73,12 +75,12 @@ class LoadedRun:
         ]
 
     def _users_for(self, text, features, k: int) -> list[dict]:
+        if features is not None:
+            features = torch.as_tensor(np.asarray(features, dtype=np.float32)).reshape(1, -1)
         with torch.no_grad():
-            if text is not None:
-                vector = self.model.encode_items(texts=[text])
-            else:
-                features = torch.as_tensor(np.asarray(features, dtype=np.float32)).reshape(1, -1)
-                vector = self.model.encode_items(features=features)
+            vector = self.model.encode_items(
+                texts=None if text is None else [text], features=features
+            )
             scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
         values, users = torch.topk(scores, min(k, len(scores)))
         return [

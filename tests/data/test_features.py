@@ -148,7 +148,7 @@ def test_encoding_nothing_loads_no_model(monkeypatch):
     assert text_encoder.encode_texts([], cache=None).shape == (0, 384)
 
 
-def _fail_loading(name: str, device: str = "cpu"):
+def _fail_loading(name: str, device: str = "cpu", **options):
     raise AssertionError("the model must not be loaded")
 
 

@@ -37,9 +37,9 @@ def count_loads(monkeypatch):
     calls: list[str] = []
     real = text_backbone.load_backbone
 
-    def counting(name, device="cpu"):
+    def counting(name, device="cpu", **options):
         calls.append(name)
-        return real(name, device)
+        return real(name, device, **options)
 
     monkeypatch.setattr(text_backbone, "load_backbone", counting)
     return calls
@@ -379,3 +379,26 @@ def test_a_version_1_checkpoint_without_the_new_options_restores_as_it_was(gpt2)
     restored = restore(payload, data)
     old.eval(), restored.eval()
     torch.testing.assert_close(restored.item_embeddings(), old.item_embeddings())
+
+
+def test_a_new_item_is_encoded_from_its_text_and_raw_feature_blocks(gpt2):
+    from lm_support import ITEM_TEXTS
+
+    data = with_features()
+    model = make(gpt2, dataset=data).eval()
+    assert model.feature_widths == {"genre": 3}
+    cold = COLD_ITEMS[0]
+    raw = data.features["genre"][cold : cold + 1] * 7.0  # raw scale: normalised as the data's
+    vector = model.encode_items(texts=[ITEM_TEXTS[cold]], features=raw)
+    # as the cold item itself is scored: its text and its feature row
+    torch.testing.assert_close(vector[0], model.item_embeddings()[cold], rtol=1e-4, atol=1e-5)
+    with pytest.warns(UserWarning, match=r"feature blocks \(genre\) are not given"):
+        alone = model.encode_items(texts=[ITEM_TEXTS[cold]])
+    assert not torch.allclose(alone, vector, atol=1e-4)
+    with pytest.raises(ColdbrewError, match=r"expected \(n, 3\)"):
+        model.encode_items(texts=[ITEM_TEXTS[cold]], features=torch.ones(1, 5))
+    with pytest.raises(ColdbrewError, match="1 item texts but 2 feature rows"):
+        model.encode_items(texts=[ITEM_TEXTS[cold]], features=torch.ones(2, 3))
+    plain = make(gpt2, dataset=data, item_features=False).eval()
+    with pytest.raises(ColdbrewError, match="reads no item feature blocks"):
+        plain.encode_items(texts=[ITEM_TEXTS[cold]], features=raw)

@@ -11,10 +11,13 @@ EXAMPLES = """Examples:
   coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew recommend --run runs/lm --item-text "Heat (1995). Genres: Action, Crime, Thriller."
   coldbrew recommend --run runs/clcrec --item-features new_item.npy --k 50 --json
+  coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-features genres.npy
 
---user gives a user's top items (training items left out, cold items included); --item-text
-(models that read text: lm) or --item-features (a .npy vector of the data's feature blocks,
-concatenated in order: clcrec) gives the users most likely to want a new item."""
+--user gives a user's top items (training items left out, cold items included). A new item
+gives the users most likely to want it: clcrec reads --item-features (a .npy vector of the
+data's feature blocks, concatenated in order); lm reads --item-text, and --item-features too
+when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
+ml-1m-coldstart's 18 genre flags; without them they count as zeros, with a warning)."""
 
 
 def add_parser(commands) -> None:
@@ -25,10 +28,12 @@ def add_parser(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     recommend.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
-    which = recommend.add_mutually_exclusive_group(required=True)
-    which.add_argument("--user", type=int, help="a user id in the data's own numbering")
-    which.add_argument("--item-text", help="a new item's text (title, genres, plot ...)")
-    which.add_argument("--item-features", metavar="FILE.npy", help="a new item's feature vector")
+    # --user, or a new item: its text and/or features (checked by LoadedRun.recommend)
+    recommend.add_argument("--user", type=int, help="a user id in the data's own numbering")
+    recommend.add_argument("--item-text", help="a new item's text (title, genres, plot ...)")
+    recommend.add_argument(
+        "--item-features", metavar="FILE.npy", help="a new item's feature vector"
+    )
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
     recommend.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")

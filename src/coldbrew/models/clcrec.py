@@ -47,14 +47,30 @@ from coldbrew.models.neighbors import NeighborGraph
 WORD_DIM = 128
 
 
-def dense_blocks(features: dict[str, torch.Tensor | WordIds], skip: tuple[str, ...] = ()):
+def dense_blocks(
+    features: dict[str, torch.Tensor | WordIds], skip: tuple[str, ...] = ()
+) -> dict[str, torch.Tensor]:
     """The dense feature blocks of ``features`` (word-id blocks and ``skip`` left out), each
-    row-normalised, in the dataset's order: how content models read item features."""
-    return [
-        F.normalize(block.float(), dim=1)
+    row-normalised, by name in the dataset's order: how content models read item features."""
+    return {
+        name: F.normalize(block.float(), dim=1)
         for name, block in features.items()
         if isinstance(block, torch.Tensor) and name not in skip
-    ]
+    }
+
+
+def normalized_raw_blocks(features: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """New items' raw dense blocks ``(n, sum(widths))``, joined in the dataset's order, each
+    row-normalised as ``dense_blocks`` normalises the dataset's; a clear error for another
+    shape."""
+    expected = sum(widths)
+    if features.dim() != 2 or features.shape[1] != expected:
+        raise ColdbrewError(
+            f"item features of shape {tuple(features.shape)}; expected (n, {expected}): the "
+            f"blocks {list(widths)} concatenated in the dataset's order"
+        )
+    blocks = features.float().split(list(widths), dim=1)
+    return torch.cat([F.normalize(block, dim=1) for block in blocks], dim=1)
 
 
 class ContentEncoder(nn.Module):
@@ -70,7 +86,7 @@ class ContentEncoder(nn.Module):
         super().__init__()
         if not features:
             raise ColdbrewError("CLCRec needs at least one item feature block (none were loaded)")
-        dense = dense_blocks(features)
+        dense = list(dense_blocks(features).values())
         words = [f for f in features.values() if isinstance(f, WordIds)]
         if len(words) > 1:
             raise ColdbrewError("at most one word-id feature block is supported")
@@ -123,14 +139,7 @@ class ContentEncoder(nn.Module):
         each block row-normalised as the dataset's were, then encoded."""
         if self.word_table is not None:
             raise ColdbrewError("new items cannot be encoded from a word-id feature block")
-        expected = sum(self.block_widths)
-        if features.dim() != 2 or features.shape[1] != expected:
-            raise ColdbrewError(
-                f"item features of shape {tuple(features.shape)}; expected (n, {expected}): the "
-                f"blocks {self.block_widths} concatenated in the dataset's order"
-            )
-        blocks = features.float().split(self.block_widths, dim=1)
-        return self.encode(torch.cat([F.normalize(block, dim=1) for block in blocks], dim=1))
+        return self.encode(normalized_raw_blocks(features, self.block_widths))
 
 
 def distinct_items(
@@ -321,7 +330,7 @@ class CLCRec(Recommender):
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
         """New items from their raw feature vector (the dataset's blocks, concatenated)."""
-        if features is None:
+        if features is None or texts is not None:
             raise ColdbrewError(
                 "CLCRec encodes a new item from its feature vector (--item-features), not from text"
             )

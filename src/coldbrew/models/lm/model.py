@@ -27,13 +27,20 @@ scores divided by ``temperature``.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
-from coldbrew.models.clcrec import distinct_items, host_syncs_are_free, info_nce
+from coldbrew.models.clcrec import (
+    distinct_items,
+    host_syncs_are_free,
+    info_nce,
+    normalized_raw_blocks,
+)
 from coldbrew.models.gather_dot import sampled_scores
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
@@ -57,10 +64,12 @@ class LMRecommender(Recommender):
         backbone: TextBackbone | None = None,
         item_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
         item_features: torch.Tensor | None = None,
+        feature_widths: dict[str, int] | None = None,
     ):
         """``user_features (U, F)``: history (and user-text) vectors. Cache mode takes
         ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths).
-        ``item_features (N, G)``: row-normalised feature blocks joined to the text vectors."""
+        ``item_features (N, G)``: row-normalised feature blocks joined to the text vectors, of
+        ``feature_widths`` (name: width, in order; one block of width G when not given)."""
         super().__init__()
         if (config.lm_mode == "cache") != (item_text is not None):
             raise ColdbrewError("LMRecommender: cache mode takes item_text, dynamic does not")
@@ -83,6 +92,12 @@ class LMRecommender(Recommender):
             persistent=False,  # data, like the text vectors
         )
         width += self.item_features.shape[1]
+        if feature_widths is None:
+            blocks = self.item_features.shape[1]
+            feature_widths = {"features": blocks} if blocks else {}
+        if sum(feature_widths.values()) != self.item_features.shape[1]:
+            raise ColdbrewError("LMRecommender: feature_widths do not add up to item_features")
+        self.feature_widths = dict(feature_widths)
         cold_mask = torch.zeros(self.num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
@@ -162,11 +177,25 @@ class LMRecommender(Recommender):
     def encode_items(
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """New items from their text (as cold items are scored): the backbone (the model's
-        own in dynamic mode, else loaded for the call), then the item head. A new item's
-        feature vectors (``item_features``) are unknown here and taken as zeros."""
+        """New items from their text (as cold items are scored) and, when the model reads
+        feature blocks (``item_features``), their raw blocks ``(n, G)`` joined in the data's
+        order (each row-normalised here, as the data's were): the backbone (the model's own in
+        dynamic mode, else loaded for the call), then the item head. Blocks not given are taken
+        as zeros, with a warning."""
         if texts is None:
             raise ColdbrewError("the lm model encodes a new item from its text (--item-text)")
+        widths = list(self.feature_widths.values())
+        if features is not None and not widths:
+            raise ColdbrewError(
+                "this lm model reads no item feature blocks (trained without --item-features "
+                "or on data without any): give the new item's text alone"
+            )
+        if features is None and widths:
+            warnings.warn(
+                f"the new item's feature blocks ({', '.join(self.feature_widths)}) are not given "
+                "(--item-features) and are taken as zeros",
+                stacklevel=2,
+            )
         device = self.cold_mask.device
         if self.backbone is not None:
             token_ids, lengths = self.backbone.tokenize(texts)
@@ -185,8 +214,13 @@ class LMRecommender(Recommender):
                 progress=False,
                 device=device,
             ).to(device)
-        unknown = text.new_zeros((len(text), self.item_features.shape[1]))
-        return self.unit(self.item_head(torch.cat([text, unknown], dim=1)))
+        if features is None:
+            blocks = text.new_zeros((len(text), self.item_features.shape[1]))
+        else:
+            blocks = normalized_raw_blocks(features.to(device), widths)
+            if len(blocks) != len(text):
+                raise ColdbrewError(f"{len(text)} item texts but {len(blocks)} feature rows")
+        return self.unit(self.item_head(torch.cat([text, blocks], dim=1)))
 
     # ------------------------------------------------------------------ bookkeeping
     def parameter_counts(self) -> dict[str, int]:
