@@ -39,7 +39,7 @@ class CLCRecConfig:
     neighbor_weight: float = option(0.1, "weight of the neighbor-graph term", minimum=0)
     neighbor_temp: float = option(2.0, "the neighbor-graph term's InfoNCE temperature", above=0)
     # 255: on ml-1m-coldstart cold Recall@20 stays within the seed spread of the full term's
-    # (3 seeds), at 0.82 of the throughput without the term against 0.55 (BENCHMARKS.md)
+    # (3 seeds), at 0.82–1.05 of the throughput without the term against 0.55–0.81 (BENCHMARKS.md)
     neighbor_negatives: int = option(
         255,
         "the neighbor term's negatives per user, K others of the step at random; 0: all",
