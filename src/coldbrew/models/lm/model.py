@@ -190,13 +190,19 @@ class LMRecommender(Recommender):
                 "this lm model reads no item feature blocks (trained without --item-features "
                 "or on data without any): give the new item's text alone"
             )
-        if features is None and widths:
-            warnings.warn(
-                f"the new item's feature blocks ({', '.join(self.feature_widths)}) are not given "
-                "(--item-features) and are taken as zeros",
-                stacklevel=2,
-            )
         device = self.cold_mask.device
+        if features is None:
+            if widths:
+                warnings.warn(
+                    f"the new item's feature blocks ({', '.join(self.feature_widths)}) are not "
+                    "given (--item-features) and are taken as zeros",
+                    stacklevel=2,
+                )
+            blocks = torch.zeros((len(texts), self.item_features.shape[1]), device=device)
+        else:  # checked before the backbone runs
+            blocks = normalized_raw_blocks(features.to(device), widths)
+            if len(blocks) != len(texts):
+                raise ColdbrewError(f"{len(texts)} item texts but {len(blocks)} feature rows")
         if self.backbone is not None:
             token_ids, lengths = self.backbone.tokenize(texts)
             text = self.backbone.embed_all(
@@ -214,12 +220,6 @@ class LMRecommender(Recommender):
                 progress=False,
                 device=device,
             ).to(device)
-        if features is None:
-            blocks = text.new_zeros((len(text), self.item_features.shape[1]))
-        else:
-            blocks = normalized_raw_blocks(features.to(device), widths)
-            if len(blocks) != len(text):
-                raise ColdbrewError(f"{len(text)} item texts but {len(blocks)} feature rows")
         return self.unit(self.item_head(torch.cat([text, blocks], dim=1)))
 
     # ------------------------------------------------------------------ bookkeeping
