@@ -25,6 +25,14 @@ def plain_loss(anchors, positives, valid, temperature: float) -> torch.Tensor:
     return total / len(kept)
 
 
+def assert_same_value_and_gradients(fast, slow, inputs) -> None:
+    torch.testing.assert_close(fast.double(), slow, rtol=1e-5, atol=1e-6)
+    for fast_grad, slow_grad in zip(
+        torch.autograd.grad(fast, inputs), torch.autograd.grad(slow, inputs), strict=True
+    ):
+        torch.testing.assert_close(fast_grad, slow_grad, rtol=1e-4, atol=1e-6)
+
+
 def random_inputs(rows: int, dim: int, seed: int):
     generator = torch.Generator().manual_seed(seed)
     anchors = torch.randn(rows, dim, generator=generator, requires_grad=True)
@@ -57,13 +65,7 @@ def test_random_rows_match_the_loop(temperature):
     valid = torch.rand(40, generator=torch.Generator().manual_seed(8)) < 0.8
     fast = neighbor_info_nce(anchors, positives, valid, temperature)
     slow = plain_loss(anchors, positives, valid, temperature)
-    torch.testing.assert_close(fast.double(), slow, rtol=1e-5, atol=1e-6)
-    for fast_grad, slow_grad in zip(
-        torch.autograd.grad(fast, [anchors, positives]),
-        torch.autograd.grad(slow, [anchors, positives]),
-        strict=True,
-    ):
-        torch.testing.assert_close(fast_grad, slow_grad, rtol=1e-4, atol=1e-6)
+    assert_same_value_and_gradients(fast, slow, [anchors, positives])
 
 
 @pytest.mark.parametrize(
@@ -112,13 +114,7 @@ def test_grouped_negatives_match_a_loop_over_the_same_groups(rows, negatives):
             loss = plain_loss(anchors[group], positives[group], valid[group], 0.3)
             total, count = total + loss * kept, count + kept
     slow = total / count
-    torch.testing.assert_close(fast.double(), slow, rtol=1e-5, atol=1e-6)
-    for fast_grad, slow_grad in zip(
-        torch.autograd.grad(fast, [anchors, positives]),
-        torch.autograd.grad(slow, [anchors, positives]),
-        strict=True,
-    ):
-        torch.testing.assert_close(fast_grad, slow_grad, rtol=1e-4, atol=1e-6)
+    assert_same_value_and_gradients(fast, slow, [anchors, positives])
 
 
 def test_grouped_negatives_differ_from_all_and_equal_it_when_the_group_holds_every_row():
