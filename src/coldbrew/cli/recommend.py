@@ -17,7 +17,7 @@ EXAMPLES = """Examples:
 gives the users most likely to want it: clcrec reads --item-features (a .npy vector of the
 data's feature blocks, concatenated in order); lm reads --item-text, and --item-features too
 when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
-ml-1m-coldstart's 18 genre flags; without them they count as zeros, with a warning)."""
+ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning)."""
 
 
 def add_parser(commands) -> None:
