@@ -15,9 +15,9 @@ With ``--runs DIR`` the run folders are kept as ``DIR/without-seedS`` and
 ``DIR/with-tempT-seedS`` (``-negativesK`` added with ``--neighbor-negatives K``), and a folder
 already holding a run of the same settings is taken instead of trained again
 (``trained_runs.py``): split the seeds over processes, then run once more with every seed for
-the summary. Prints one JSON line per run, one summary line per
-variant (mean ± sample std over the seeds) and one per temperature with the paired change
-against the run without the term. Needs ../shared/data/ml-1m-coldstart (or ``$COLDBREW_DATA``).
+the summary. Prints one JSON line per run, one summary line per variant (mean ± sample std
+over the seeds) and one per temperature with the paired change against the run without the
+term. Needs ../shared/data/ml-1m-coldstart (or ``$COLDBREW_DATA``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,10 @@ def main() -> None:
     )
     parser.add_argument("--neighbor-weight", type=float, default=0.1)
     parser.add_argument(
-        "--neighbor-negatives", type=int, default=None, help="the term's negatives (default: all)"
+        "--neighbor-negatives",
+        type=int,
+        default=None,
+        help="the term's negatives (default: coldbrew's, 255; 0: every other user)",
     )
     parser.add_argument("--features", type=lambda text: text.split(","), default=["genre", "text"])
     parser.add_argument("--batch-size", type=int, default=None, help="default: coldbrew's")

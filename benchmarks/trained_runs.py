@@ -32,7 +32,11 @@ def flat(config: dict, prefix: str = "") -> dict:
 
 def differences(saved: dict, wanted: dict, defaults: dict) -> list[str]:
     """Settings where a saved run differs from the wanted one. A setting the saved run lacks
-    (an option added after it was trained) counts as its default."""
+    (an option added after it was trained) counts as what such a run was trained with
+    (``ModelSpec.absent_options``), else as its default."""
+    from coldbrew.config import with_absent_options
+
+    saved = with_absent_options(json.loads(json.dumps(saved)))  # a copy, then filled in
     saved, wanted, defaults = flat(saved), flat(wanted), flat(defaults)
     return [key for key, value in wanted.items() if saved.get(key, defaults.get(key)) != value]
 

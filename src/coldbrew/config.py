@@ -298,9 +298,14 @@ def load_saved_config(path: str | Path) -> dict[str, Any]:
     """A run's own ``config.yaml``. A run saves every option, so an option its model section
     lacks was added after the run: it gets the value the run was trained with
     (``ModelSpec.absent_options``), not today's default."""
+    return with_absent_options(load_yaml(path))
+
+
+def with_absent_options(values: dict[str, Any]) -> dict[str, Any]:
+    """A saved run's config ``values`` (changed in place) with the options its model section
+    lacks set to what such a run was trained with (``ModelSpec.absent_options``)."""
     from coldbrew.registry import MODELS
 
-    values = load_yaml(path)
     model = _model_name((values,))
     section = values.get(model)
     if isinstance(section, dict):
