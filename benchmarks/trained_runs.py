@@ -11,6 +11,7 @@ overwritten.
 
 from __future__ import annotations
 
+import copy
 import json
 import statistics
 from pathlib import Path
@@ -36,7 +37,7 @@ def differences(saved: dict, wanted: dict, defaults: dict) -> list[str]:
     (``ModelSpec.absent_options``), else as its default."""
     from coldbrew.config import with_absent_options
 
-    saved = with_absent_options(json.loads(json.dumps(saved)))  # a copy, then filled in
+    saved = with_absent_options(copy.deepcopy(saved))
     saved, wanted, defaults = flat(saved), flat(wanted), flat(defaults)
     return [key for key, value in wanted.items() if saved.get(key, defaults.get(key)) != value]
 

@@ -122,7 +122,6 @@ def neighbor_info_nce(
     with torch.autocast(anchors.device.type, enabled=False):
         anchors = F.normalize(anchors.float(), dim=1)
         positives = F.normalize(positives.float(), dim=1)
-        weights = valid.float()
         if negatives is not None and negatives + 1 < len(anchors):
             per_row, weights = grouped_per_row(
                 anchors, positives, valid, 1.0 / temperature, negatives + 1
@@ -131,6 +130,7 @@ def neighbor_info_nce(
             column_bias = torch.where(valid, 0.0, float("-inf"))  # (N,) padding is no negative
             block = block_rows(len(anchors))
             per_row = UnitInfoNCE.apply(anchors, positives, column_bias, 1.0 / temperature, block)
+            weights = valid.float()
         return torch.dot(per_row, weights) / weights.sum()
 
 

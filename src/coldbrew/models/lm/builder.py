@@ -55,7 +55,7 @@ def build(
             user_parts.append(embed(list(dataset.user_text)))
         user_features = torch.cat(user_parts, dim=1)  # (U, E) or (U, 2E)
     cold_items = torch.from_numpy(dataset.cold_items)
-    item_features, feature_widths = feature_blocks(dataset) if config.item_features else (None, {})
+    item_features = feature_blocks(dataset) if config.item_features else None
     if loaded is None:
         text_source = {"item_text": item_text}
     else:
@@ -75,7 +75,6 @@ def build(
         cold_items=cold_items,
         user_features=user_features,
         item_features=item_features,
-        feature_widths=feature_widths,
         **text_source,
     )
     if progress:
@@ -83,14 +82,11 @@ def build(
     return model
 
 
-def feature_blocks(dataset: Dataset) -> tuple[torch.Tensor | None, dict[str, int]]:
-    """``(N, G)`` the data's dense item feature blocks, each row-normalised, joined (``None``
-    without any), and each block's width by name, in order. Left out: the precomputed text
-    vectors (the backbone reads the text) and word-id blocks (TikTok's, which need a learned
-    word table)."""
-    blocks = dense_blocks(dataset.features, skip=("text",))
-    widths = {name: block.shape[1] for name, block in blocks.items()}
-    return (torch.cat(list(blocks.values()), dim=1) if blocks else None), widths
+def feature_blocks(dataset: Dataset) -> dict[str, torch.Tensor]:
+    """The data's dense item feature blocks ``(N, width)`` by name, each row-normalised. Left
+    out: the precomputed text vectors (the backbone reads the text) and word-id blocks
+    (TikTok's, which need a learned word table)."""
+    return dense_blocks(dataset.features, skip=("text",))
 
 
 def _embedder(

@@ -63,13 +63,12 @@ class LMRecommender(Recommender):
         item_text: torch.Tensor | None = None,
         backbone: TextBackbone | None = None,
         item_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
-        item_features: torch.Tensor | None = None,
-        feature_widths: dict[str, int] | None = None,
+        item_features: dict[str, torch.Tensor] | None = None,
     ):
         """``user_features (U, F)``: history (and user-text) vectors. Cache mode takes
         ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths).
-        ``item_features (N, G)``: row-normalised feature blocks joined to the text vectors, of
-        ``feature_widths`` (name: width, in order; one block of width G when not given)."""
+        ``item_features``: row-normalised feature blocks ``(N, width)`` by name, in the data's
+        order, joined to the text vectors."""
         super().__init__()
         if (config.lm_mode == "cache") != (item_text is not None):
             raise ColdbrewError("LMRecommender: cache mode takes item_text, dynamic does not")
@@ -86,18 +85,11 @@ class LMRecommender(Recommender):
             self.num_items, width = len(lengths), backbone.width
             self.register_buffer("item_token_ids", token_ids, persistent=False)
             self.register_buffer("item_token_lengths", lengths, persistent=False)
-        self.register_buffer(
-            "item_features",
-            torch.zeros(self.num_items, 0) if item_features is None else item_features.float(),
-            persistent=False,  # data, like the text vectors
-        )
+        blocks = item_features or {}
+        self.feature_widths = {name: block.shape[1] for name, block in blocks.items()}
+        joined = [block.float() for block in blocks.values()] or [torch.zeros(self.num_items, 0)]
+        self.register_buffer("item_features", torch.cat(joined, dim=1), persistent=False)  # data
         width += self.item_features.shape[1]
-        if feature_widths is None:
-            blocks = self.item_features.shape[1]
-            feature_widths = {"features": blocks} if blocks else {}
-        if sum(feature_widths.values()) != self.item_features.shape[1]:
-            raise ColdbrewError("LMRecommender: feature_widths do not add up to item_features")
-        self.feature_widths = dict(feature_widths)
         cold_mask = torch.zeros(self.num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
