@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
-from coldbrew.models.clcrec import CLCRec, distinct_items
+from coldbrew.models.clcrec import CLCRec
+from coldbrew.models.content import distinct_items
 
 
 def make_model(mix_mode="original", words=False, scoring="auto") -> CLCRec:

@@ -56,7 +56,7 @@ class Recommender(nn.Module):
     """
 
     # True: take the step a GPU runs (fixed sizes, no host reads) on any device; tests and
-    # ``coldbrew memory`` set it on a CPU (see ``coldbrew.models.clcrec.host_syncs_are_free``)
+    # ``coldbrew memory`` set it on a CPU (see ``coldbrew.models.content.host_syncs_are_free``)
     fixed_shapes: bool = False
 
     def forward(self, batch: Batch) -> LossOutput:  # pragma: no cover - abstract

@@ -59,7 +59,7 @@ def distinct_ids(ids: torch.Tensor, num_ids: int, trim: bool) -> tuple[torch.Ten
     """Sorted distinct ``ids`` and a validity mask, without a host sync unless ``trim``.
 
     Untrimmed (GPU), the result has the fixed length ``min(num_ids, len(ids))``, padded with id
-    0 marked invalid — the same trick as ``clcrec.distinct_items``. Trimmed (CPU, where a read
+    0 marked invalid — the same trick as ``content.distinct_items``. Trimmed (CPU, where a read
     is free) it is ``torch.unique`` and every entry is valid.
     """
     if trim:

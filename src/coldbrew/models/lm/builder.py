@@ -20,7 +20,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.clcrec import dense_blocks
+from coldbrew.models.content import dense_blocks
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lm.model import LMRecommender

@@ -35,7 +35,7 @@ from torch import nn
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
-from coldbrew.models.clcrec import (
+from coldbrew.models.content import (
     distinct_items,
     host_syncs_are_free,
     info_nce,
