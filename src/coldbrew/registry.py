@@ -30,10 +30,19 @@ class ModelSpec:
     run_defaults: dict[str, Any] = field(default_factory=dict)
     # options added after runs were saved without them: the value such a run was trained with
     absent_options: dict[str, Any] = field(default_factory=dict)
+    # learns from a collaborative backbone: its builder takes (dataset, config, teacher), where
+    # teacher is a ``coldbrew.models.base.Teacher``, or None when a saved run is rebuilt (its
+    # checkpoint then fills the teacher's buffers)
+    teacher: bool = False
+    # False: nothing to train (content KNN); a run evaluates the built model as it is
+    trains: bool = True
 
-    def build(self, dataset: Any, config: Any) -> Any:
+    def build(self, dataset: Any, config: Any, teacher: Any = None) -> Any:
         module, _, function = self.builder.partition(":")
-        return getattr(importlib.import_module(module), function)(dataset, config)
+        builder = getattr(importlib.import_module(module), function)
+        if self.teacher:
+            return builder(dataset, config, teacher)
+        return builder(dataset, config)
 
 
 MODELS: dict[str, ModelSpec] = {

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Batch", "ForecastBatch", "LossOutput", "Recommender", "build_model"]
+__all__ = ["Batch", "ForecastBatch", "LossOutput", "Recommender", "Teacher", "build_model"]
 
 
-def build_model(name: str, dataset: Any, config: Any) -> Any:
+def build_model(name: str, dataset: Any, config: Any, teacher: Any = None) -> Any:
     """The registered model ``name`` built for ``dataset`` with ``config``; its initial weights
-    come from the global torch RNG, like any ``nn.Module``'s."""
+    come from the global torch RNG, like any ``nn.Module``'s. ``teacher``: a collaborative
+    backbone's embeddings for the models that learn from one (None: rebuilt from a checkpoint)."""
     from coldbrew.registry import model_spec
 
-    return model_spec(name).build(dataset, config)
+    return model_spec(name).build(dataset, config, teacher)
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Batch", "ForecastBatch", "LossOutput", "Recommender"):
+    if name in ("Batch", "ForecastBatch", "LossOutput", "Recommender", "Teacher"):
         from coldbrew.models import base
 
         return getattr(base, name)

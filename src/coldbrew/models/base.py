@@ -41,6 +41,16 @@ class ForecastBatch:
 
 
 @dataclass
+class Teacher:
+    """A collaborative backbone's embeddings that a cold-start model regresses, distils or
+    borrows from (DeepMusic, DropoutNet, Heater, GAR, ALDI, content KNN): trained on the warm
+    interactions only, so cold items' rows are zero."""
+
+    users: torch.Tensor  # (num_users, dim) float32
+    items: torch.Tensor  # (num_items, dim) float32, zero rows for cold items
+
+
+@dataclass
 class LossOutput:
     """The total loss to minimise and its named terms (device tensors, never read in the step)."""
 

@@ -104,8 +104,16 @@ def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
     torch.manual_seed(config.seed)
     runtime = make_runtime(distributed.device_name(config.device), config.precision)
     distributed.start(runtime.device)
-    task = build_task(model_spec(config.model).task, dataset, config, runtime.device)
-    model = build_model(config.model, dataset, config)
+    spec = model_spec(config.model)
+    task = build_task(spec.task, dataset, config, runtime.device)
+    teacher = None
+    if spec.teacher:  # a collaborative backbone, trained once per dataset, seed and options
+        from coldbrew.training.backbone import collaborative_teacher
+
+        teacher = collaborative_teacher(
+            dataset, config.model_options, config.seed, progress=not config.quiet
+        )
+    model = build_model(config.model, dataset, config, teacher)
     return Trainer(model, task, config, runtime, **options)
 
 
