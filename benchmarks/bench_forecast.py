@@ -37,8 +37,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import dataset_path  # noqa: E402
 
-from coldbrew.forecasting.config import ForecastConfig, lstm_preset  # noqa: E402
-from coldbrew.forecasting.task import (  # noqa: E402
+from coldbrew.data.forecast_config import ForecastConfig
+from coldbrew.models.lstm_config import lstm_preset# noqa: E402
+from coldbrew.tasks.forecasting import (  # noqa: E402
     ForecastingTask,
     baseline_forecasts,
     evaluate_baselines,
@@ -149,7 +150,7 @@ def accuracy(kind: str, args: argparse.Namespace, common: dict) -> ForecastingTa
 
 
 def plot(task: ForecastingTask, model: LSTMForecaster, kind: str, path: str) -> None:
-    from coldbrew.forecasting.plot import plot_forecasts
+    from coldbrew.research.forecast_plot import plot_forecasts
 
     forecasts = {"lstm": task.forecasts(model, "test")}
     for name in ("naive", "seasonal_naive", "median"):

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import LSTMOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.lm.config import LMConfig
+from coldbrew.models.lstm_config import LSTMOptions
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,9 @@ def test_the_largest_seed_works_everywhere_it_is_used(sources):
 
 
 def test_every_loader_defaults_to_the_training_seed():
-    assert DEFAULT_SEED == TrainConfig().seed == 1
+    from coldbrew.data import dataset
+
+    assert DEFAULT_SEED == dataset.DEFAULT_SEED == TrainConfig().seed == 1
     for loader in (load_dataset, movielens.load, csv_coldstart.load, synthetic.load):
         assert inspect.signature(loader).parameters["seed"].default == TrainConfig().seed, loader
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from coldbrew.data.events import Events, load_events
 from coldbrew.data.movielens import read_ratings, read_timestamped_ratings
 from coldbrew.errors import DataError
-from coldbrew.forecasting.events import Events, load_events
 from conftest import shared_path
 
 DAY = 86_400

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from coldbrew.errors import DataError
-from coldbrew.forecasting.metrics import METRICS, forecast_metrics, seasonal_scale
+from coldbrew.evaluation.forecast_metrics import METRICS, forecast_metrics, seasonal_scale
 
 
 def metrics_of(forecasts, targets, scale):

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 import torch
 
+from coldbrew.data.forecast_config import ForecastConfig
+from coldbrew.data.series import DailySeries, synthetic_series
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import ForecastConfig
-from coldbrew.forecasting.series import DailySeries, synthetic_series
-from coldbrew.forecasting.task import (
+from coldbrew.models.lstm import LSTMForecaster
+from coldbrew.tasks.base import Monitor
+from coldbrew.tasks.forecasting import (
     ForecastingTask,
     baseline_forecasts,
     default_baselines,
     evaluate_baselines,
 )
-from coldbrew.models.lstm import LSTMForecaster
-from coldbrew.tasks.base import Monitor
 from conftest import shared_path
 
 SMALL = ForecastConfig(window=14, horizon=7, val_days=14, test_days=14)

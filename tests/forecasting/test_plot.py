@@ -6,11 +6,11 @@ import builtins
 
 import pytest
 
+from coldbrew.data.forecast_config import ForecastConfig
+from coldbrew.data.series import synthetic_series
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import ForecastConfig
-from coldbrew.forecasting.plot import busiest_series, plot_forecasts
-from coldbrew.forecasting.series import synthetic_series
-from coldbrew.forecasting.task import ForecastingTask, baseline_forecasts
+from coldbrew.research.forecast_plot import busiest_series, plot_forecasts
+from coldbrew.tasks.forecasting import ForecastingTask, baseline_forecasts
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
+from coldbrew.data.events import Events, load_events
+from coldbrew.data.series import build_series, synthetic_series
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.events import Events, load_events
-from coldbrew.forecasting.series import build_series, synthetic_series
 from conftest import shared_path
 
 DAY = 86_400

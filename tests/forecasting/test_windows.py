@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from coldbrew.data.windows import TimeSplit, all_windows, gather_windows, sample_windows
 from coldbrew.errors import ColdbrewError, DataError
-from coldbrew.forecasting.windows import TimeSplit, all_windows, gather_windows, sample_windows
 
 
 def test_ml100k_default_split():

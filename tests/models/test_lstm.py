@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import LSTM_PRESETS, lstm_preset
 from coldbrew.models.base import ForecastBatch, LossOutput
 from coldbrew.models.lstm import LSTMForecaster
+from coldbrew.models.lstm_config import LSTM_PRESETS, lstm_preset
 
 
 def batch(size: int = 5, window: int = 12, horizon: int = 3, seed: int = 0) -> ForecastBatch:

@@ -1,4 +1,4 @@
-"""``coldbrew forecast``: parse, delegate to ``coldbrew.forecasting.run``, print the table."""
+"""``coldbrew forecast``: parse, delegate to ``coldbrew.research.forecast``, print the table."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def windows_from(text: str | None) -> list[int] | None:
 
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, load_yaml, make_config
-    from coldbrew.forecasting.run import forecast, forecast_rows, forecast_table
+    from coldbrew.research.forecast import forecast, forecast_rows, forecast_table
 
     flags = config_flags(args)
     windows = windows_from(flags.pop("window", None))

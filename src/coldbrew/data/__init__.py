@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from coldbrew.data.dataset import DEFAULT_SEED, GROUPS, SPLITS, Dataset, WordIds, check_seed
+from coldbrew.data.paths import cache_dir, resolve_data_path
 from coldbrew.errors import DataError
+
+if TYPE_CHECKING:
+    from coldbrew.data.dataset import Dataset
+
+DEFAULT_SEED = 1  # as coldbrew.data.dataset.DEFAULT_SEED (a torch-free copy; a test checks)
 
 __all__ = [
     "Dataset",
@@ -29,36 +34,6 @@ __all__ = [
     "resolve_data_path",
     "cache_dir",
 ]
-
-
-def cache_dir() -> Path:
-    """Where coldbrew caches downloads and text embeddings (``$COLDBREW_CACHE`` overrides)."""
-    root = os.environ.get("COLDBREW_CACHE")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "coldbrew"
-
-
-def resolve_data_path(path_or_name: str | os.PathLike) -> Path:
-    """A directory as given, else ``$COLDBREW_DATA/<name>``, else ``<cache>/data/<name>``."""
-    path = Path(path_or_name).expanduser()
-    if path.exists():
-        return path
-    name = str(path_or_name)
-    candidates = []
-    if os.environ.get("COLDBREW_DATA"):
-        candidates.append(Path(os.environ["COLDBREW_DATA"]) / name)
-    candidates.append(cache_dir() / "data" / name)
-    for candidate in candidates:
-        if candidate.exists():
-            return candidate
-    if name == "ml-100k":
-        from coldbrew.data.movielens import download_ml100k
-
-        return download_ml100k(cache_dir() / "data" / name)
-    looked = ", ".join(str(c) for c in [path, *candidates])
-    raise DataError(f"dataset {name!r} not found (looked in: {looked})")
 
 
 def load_dataset(
@@ -78,6 +53,8 @@ def load_dataset(
     split ``train`` uses unless told another seed. ``options`` go to the loader (e.g.
     ``num_users=...`` for ``"synthetic"``).
     """
+    from coldbrew.data.dataset import check_seed
+
     seed = check_seed(seed)
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
@@ -99,3 +76,13 @@ def load_dataset(
         f"{path}: no known dataset layout (expected CLCRec .npy files, train.csv + cold_val.csv, "
         "or MovieLens u.data + u.item)"
     )
+
+
+def __getattr__(name: str) -> Any:
+    """The dataset form, imported on first use: ``coldbrew.data``'s torch-free modules (paths,
+    the forecasting config) load without torch."""
+    if name in ("Dataset", "WordIds", "GROUPS", "SPLITS", "check_seed"):
+        from coldbrew.data import dataset
+
+        return getattr(dataset, name)
+    raise AttributeError(f"module 'coldbrew.data' has no attribute {name!r}")

@@ -150,7 +150,7 @@ def _cache_file(
     if cache is None:
         return None
     if cache == "default":
-        from coldbrew.data import cache_dir
+        from coldbrew.data.paths import cache_dir
 
         cache = cache_dir() / "text"
     digest = hashlib.sha256(encoder_id.encode())

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import LOSSES, LSTMConfig
 from coldbrew.models.base import ForecastBatch, LossOutput
+from coldbrew.models.lstm_config import LOSSES, LSTMConfig
 
 
 class LSTMForecaster(nn.Module):

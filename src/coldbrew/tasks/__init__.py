@@ -22,7 +22,7 @@ def load_data(name: str, config: Any) -> Any:
             seed=config.seed,
         )
     if name == "forecasting":
-        from coldbrew.forecasting.series import load_series
+        from coldbrew.data.series import load_series
 
         return load_series(config.data, config.model_options.series, seed=config.seed)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
@@ -35,7 +35,7 @@ def build_task(name: str, data: Any, config: Any, device: Any) -> Any:
 
         return RecommendationTask.from_config(data, config, device)
     if name == "forecasting":
-        from coldbrew.forecasting.task import ForecastingTask
+        from coldbrew.tasks.forecasting import ForecastingTask
 
         return ForecastingTask.from_config(data, config, device)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed

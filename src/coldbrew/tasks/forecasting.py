@@ -1,12 +1,12 @@
 """Forecasting as a ``Task``: windows gathered on the device, metrics in counts, baselines beside.
 
 The task holds the daily counts ``(S, D)`` on its device, their scaled form for the model
-(``coldbrew.forecasting.scaling``), the time split (``coldbrew.forecasting.windows``) and each
+(``coldbrew.data.scaling``), the time split (``coldbrew.data.windows``) and each
 series' MASE scale. A training sample is one training window; ``make_batch`` gathers a batch of
 them with one ``unfold`` view and one index, so no loader sits between the data and the step.
 
 ``evaluate(model, split)`` forecasts every window of ``split`` with ``model.predict``, maps the
-forecasts back to counts and returns ``coldbrew.forecasting.metrics.forecast_metrics``'s form:
+forecasts back to counts and returns ``coldbrew.evaluation.forecast_metrics.forecast_metrics``'s form:
 ``{"all": {mae, rmse, mase, smape}, "step_1": {...}, ..., "counts": {...}}``, plus
 ``counts/series`` and ``counts/mase_excluded_series``. The monitored metric is ``all/mae``
 (lower is better). ``evaluate_baselines`` fills the same form for each baseline on the same
@@ -21,20 +21,20 @@ from collections.abc import Sequence
 
 import torch
 
+from coldbrew.data.forecast_config import ForecastConfig
+from coldbrew.data.scaling import SeriesScaler
+from coldbrew.data.series import DailySeries
+from coldbrew.data.windows import TimeSplit, all_windows, gather_windows, sample_windows
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.baselines import (
+from coldbrew.evaluation.forecast_metrics import Metrics, forecast_metrics, seasonal_scale
+from coldbrew.models.base import ForecastBatch
+from coldbrew.models.forecast_baselines import (
     SIMPLE_BASELINES,
     STATISTICAL_MODELS,
     default_statistical_model,
     simple_baseline,
     statistical_forecasts,
 )
-from coldbrew.forecasting.config import ForecastConfig
-from coldbrew.forecasting.metrics import Metrics, forecast_metrics, seasonal_scale
-from coldbrew.forecasting.scaling import SeriesScaler
-from coldbrew.forecasting.series import DailySeries
-from coldbrew.forecasting.windows import TimeSplit, all_windows, gather_windows, sample_windows
-from coldbrew.models.base import ForecastBatch
 from coldbrew.tasks.base import Monitor, Task
 
 EVALUATION_SPLITS = ("val", "test")
@@ -76,8 +76,8 @@ class ForecastingTask(Task):
         cls, data: str | os.PathLike, config: ForecastConfig, *, device: torch.device | str = "cpu"
     ) -> ForecastingTask:
         """Events of dataset ``data`` -> ``config.series`` daily series -> the task."""
-        from coldbrew.forecasting.events import load_events
-        from coldbrew.forecasting.series import build_series
+        from coldbrew.data.events import load_events
+        from coldbrew.data.series import build_series
 
         return cls(build_series(load_events(data), config.series), config, device=device)
 

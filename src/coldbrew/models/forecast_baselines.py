@@ -27,8 +27,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from coldbrew.data.forecast_config import SEASON
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.config import SEASON
 
 SIMPLE_BASELINES = ("naive", "seasonal_naive", "moving_average", "median")
 STATISTICAL_MODELS = ("auto_ets", "croston")

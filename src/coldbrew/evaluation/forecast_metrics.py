@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
+from coldbrew.data.forecast_config import SEASON
 from coldbrew.errors import DataError
-from coldbrew.forecasting.config import SEASON
 
 METRICS = ("mae", "rmse", "mase", "smape")
 Metrics = dict[str, dict[str, float]]

@@ -55,9 +55,9 @@ def forecast(
 
 def score_baselines(config: TrainConfig, run_dir: Path, *, plot: bool) -> dict:
     """Baselines' metrics on val and test; ``forecasts.png`` of the best checkpoint beside them."""
-    from coldbrew.forecasting.task import baseline_forecasts, evaluate_baselines
     from coldbrew.models import build_model
     from coldbrew.tasks import build_task, load_data
+    from coldbrew.tasks.forecasting import baseline_forecasts, evaluate_baselines
     from coldbrew.training.checkpoint import BEST, load_checkpoint
 
     series = load_data("forecasting", config)
@@ -68,7 +68,7 @@ def score_baselines(config: TrainConfig, run_dir: Path, *, plot: bool) -> dict:
             import matplotlib  # noqa: F401
         except ImportError:
             return scores
-        from coldbrew.forecasting.plot import plot_forecasts
+        from coldbrew.research.forecast_plot import plot_forecasts
 
         model = build_model(config.model, series, config)
         model.load_state_dict(load_checkpoint(run_dir / BEST)["model"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.forecasting.task import ForecastingTask
+from coldbrew.tasks.forecasting import ForecastingTask
 
 DEFAULT_PANELS = 4
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coldbrew.data.events import Events
+from coldbrew.data.forecast_config import SEASON, SERIES_KINDS
 from coldbrew.errors import ColdbrewError, DataError
-from coldbrew.forecasting.config import SEASON, SERIES_KINDS
-from coldbrew.forecasting.events import Events
 
 SECONDS_PER_DAY = 86_400
 
@@ -130,7 +130,7 @@ def load_series(data: str, kind: str, *, seed: int = 1) -> DailySeries:
     ``synthetic_series`` (weekly-seasonal counts, whatever ``kind``) for tests and demos."""
     name, _, options = str(data).partition(":")
     if name != "synthetic":
-        from coldbrew.forecasting.events import load_events
+        from coldbrew.data.events import load_events
 
         return build_series(load_events(data), kind)
     settings = {"series": 4, "days": 140}
