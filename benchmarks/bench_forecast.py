@@ -38,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import dataset_path  # noqa: E402
 
 from coldbrew.data.forecast_config import ForecastConfig
-from coldbrew.models.lstm_config import lstm_preset# noqa: E402
+from coldbrew.models.lstm import LSTMForecaster  # noqa: E402
+from coldbrew.models.lstm_config import lstm_preset  # noqa: E402
 from coldbrew.tasks.forecasting import (  # noqa: E402
     ForecastingTask,
     baseline_forecasts,
     evaluate_baselines,
 )
-from coldbrew.models.lstm import LSTMForecaster  # noqa: E402
 
 REPORTED = ("mae", "rmse", "mase", "smape")
 

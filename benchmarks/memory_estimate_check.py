@@ -2,7 +2,7 @@
 
     python benchmarks/memory_estimate_check.py
 
-For each configuration: the estimate (a fake-tensor trace, ``coldbrew.perf.memory_estimate``)
+For each configuration: the estimate (a fake-tensor trace, ``coldbrew.training.memory_estimate``)
 of the training step's peak plus the task's tables, and the measured growth of this process's
 peak resident memory over its level after loading the data, across the model's construction
 and five real steps on the same GPU path (fixed shapes, rank sampler) in a fresh process each.
@@ -30,7 +30,6 @@ import json, sys, torch
 from coldbrew.config import make_config
 from coldbrew.data import load_dataset
 from coldbrew.perf.bench import random_features
-from coldbrew.perf.memory_estimate import gpu_path
 from coldbrew.system.memory import peak_rss_bytes, reset_peak_rss, rss_bytes
 from coldbrew.system.runtime import keep_freed_memory_for_reuse
 from coldbrew.training.run import build_trainer
@@ -42,8 +41,7 @@ data = load_dataset(config.data, features=config.resolved_features() or ([] if w
 if widths:
     data.features = random_features(data.num_items, widths, 1)
 baseline = rss_bytes(); reset_peak_rss()
-trainer = build_trainer(config, data)
-gpu_path(trainer)
+trainer = build_trainer(config, data, fixed_shapes=True)
 count = trainer.task.num_samples()
 for step in range(5):
     trainer.train_step(torch.randint(count, (config.batch_size,)))
@@ -55,7 +53,7 @@ import json, sys
 from coldbrew.config import make_config
 from coldbrew.data import load_dataset
 from coldbrew.perf.bench import random_features
-from coldbrew.perf.memory_estimate import estimate_memory
+from coldbrew.training.memory_estimate import estimate_memory
 settings = json.loads(sys.argv[1])
 widths = settings.pop("feature_dims", None)
 config = make_config({**settings, "quiet": True, "device": "cpu"})

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from coldbrew.errors import ColdbrewError, DataError
-
-__version__ = "0.1.0"
+from coldbrew.version import __version__
 
 
 def evaluate_embeddings(

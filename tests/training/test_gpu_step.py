@@ -62,10 +62,9 @@ def gpu_like_trainer(neighbor_loss: bool = False, **options):
     dataset = load_dataset("synthetic:small", seed=1)
     settings = {"data": "synthetic:small", "batch_size": 256, "num_neg": 8, "quiet": True}
     config = make_config({**settings, "device": "cpu", "neighbor_loss": neighbor_loss, **options})
-    trainer = build_trainer(config, dataset)
-    trainer.model.fixed_shapes = True
+    trainer = build_trainer(config, dataset, fixed_shapes=True)
     trainer.task.num_samples()  # builds the sampler
-    trainer.task.sampler.method = "rank"
+    assert trainer.model.fixed_shapes and trainer.task.sampler.method == "rank"
     trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)  # autocast as on a GPU
     return trainer
 
@@ -143,10 +142,10 @@ def test_the_lm_cache_mode_gpu_step_has_no_host_sync(tmp_path, monkeypatch):
     monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
     settings = {"model": "lm", "data": "tiny-text", "backbone": str(tiny_gpt2(tmp_path / "gpt2"))}
     settings.update(dim=8, hidden=16, loss="infonce", num_neg=2, score="cosine", batch_size=8)
-    trainer = build_trainer(make_config(settings, {"quiet": True, "device": "cpu"}), tiny_dataset())
-    trainer.model.fixed_shapes = True
+    trainer = build_trainer(
+        make_config(settings, {"quiet": True, "device": "cpu"}), tiny_dataset(), fixed_shapes=True
+    )
     count = trainer.task.num_samples()  # builds the sampler
-    trainer.task.sampler.method = "rank"
     trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)
     trainer.train_step(torch.arange(8) % count)
     with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:

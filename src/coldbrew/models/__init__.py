@@ -11,13 +11,19 @@ from typing import Any
 __all__ = ["Batch", "ForecastBatch", "LossOutput", "Recommender", "Teacher", "build_model"]
 
 
-def build_model(name: str, dataset: Any, config: Any, teacher: Any = None) -> Any:
+def build_model(
+    name: str, dataset: Any, config: Any, teacher: Any = None, *, fixed_shapes: bool = False
+) -> Any:
     """The registered model ``name`` built for ``dataset`` with ``config``; its initial weights
     come from the global torch RNG, like any ``nn.Module``'s. ``teacher``: a collaborative
-    backbone's embeddings for the models that learn from one (None: rebuilt from a checkpoint)."""
+    backbone's embeddings for the models that learn from one (None: rebuilt from a checkpoint).
+    ``fixed_shapes``: the model takes the step a GPU takes on any device (``Recommender``)."""
     from coldbrew.registry import model_spec
 
-    return model_spec(name).build(dataset, config, teacher)
+    model = model_spec(name).build(dataset, config, teacher)
+    if fixed_shapes:
+        model.fixed_shapes = True
+    return model
 
 
 def __getattr__(name: str) -> Any:

@@ -46,6 +46,6 @@ class CLCRecConfig:
         minimum=0,
     )
 
-    def resolved_num_neg(self) -> int:
-        """Negatives per positive the recommendation task draws."""
-        return self.num_neg
+    def negative_sampling(self) -> tuple[int, bool]:
+        """Negatives per positive the recommendation task draws, and whether they all differ."""
+        return self.num_neg, self.distinct_negatives

@@ -28,12 +28,15 @@ def load_data(name: str, config: Any) -> Any:
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
 
 
-def build_task(name: str, data: Any, config: Any, device: Any) -> Any:
-    """The task ``name`` (a model spec's ``task``) for ``data`` on ``device``."""
+def build_task(
+    name: str, data: Any, config: Any, device: Any, *, fixed_shapes: bool = False
+) -> Any:
+    """The task ``name`` (a model spec's ``task``) for ``data`` on ``device``; ``fixed_shapes``:
+    batches as a GPU makes them (the forecasting task's always are)."""
     if name == "recommendation":
         from coldbrew.tasks.recommendation import RecommendationTask
 
-        return RecommendationTask.from_config(data, config, device)
+        return RecommendationTask.from_config(data, config, device, fixed_shapes=fixed_shapes)
     if name == "forecasting":
         from coldbrew.tasks.forecasting import ForecastingTask
 

@@ -37,6 +37,7 @@ class Monitor:
     metric: str
     mode: str = "max"  # "max" or "min"
     start: float | None = None  # the best before any evaluation (None: the worst value)
+    shown: tuple[str, ...] = ()  # further metrics of the section the epoch line shows
 
     def __post_init__(self) -> None:
         if self.mode not in ("max", "min"):

@@ -39,10 +39,11 @@ def default_monitor(
         if group not in groups:
             offered = ", ".join(groups)
             raise ColdbrewError(f"early_stop_metric group {group!r} not in validation ({offered})")
-        return Monitor(group, metric, "max", start=start)
+        shown = (f"ndcg@{metric.partition('@')[2]}",)  # NDCG at the monitored K
+        return Monitor(group, metric, "max", start=start, shown=shown)
     k = 20 if 20 in ks else min(ks)
     group = "cold" if "cold" in groups else ("all" if "all" in groups else next(iter(groups)))
-    return Monitor(group, f"recall@{k}", "max")
+    return Monitor(group, f"recall@{k}", "max", shown=(f"ndcg@{k}",))
 
 
 class RecommendationTask(Task):
@@ -58,12 +59,14 @@ class RecommendationTask(Task):
         compile_sampler: bool = False,
         protocol: str = "coldbrew",
         distinct_negatives: bool = False,
+        fixed_shapes: bool = False,
     ):
         self.dataset, self.device = dataset, torch.device(device)
         self.num_neg, self.ks, self.eval_chunk_elements = num_neg, list(ks), eval_chunk_elements
         self.protocol, self.distinct_negatives = protocol, distinct_negatives
         self.monitor = default_monitor(dataset, self.ks, early_stop_metric, protocol)
         self.compile_sampler = compile_sampler
+        self.fixed_shapes = fixed_shapes  # the GPU's step on any device: the rank sampler
         self.shard = None  # (rank, world, sum): evaluate this rank's users, add up the totals
         self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
 
@@ -84,6 +87,7 @@ class RecommendationTask(Task):
             dataset.exclusion_matrix(),
             dataset.warm_items,
             self.device,
+            method="rank" if self.fixed_shapes else "auto",
             replace=not self.distinct_negatives,
         )
         self.sampler.check_users(np.unique(coo.row), num_neg if self.distinct_negatives else None)
@@ -98,18 +102,25 @@ class RecommendationTask(Task):
 
     @classmethod
     def from_config(
-        cls, dataset: Dataset, config: TrainConfig, device: torch.device
+        cls,
+        dataset: Dataset,
+        config: TrainConfig,
+        device: torch.device,
+        *,
+        fixed_shapes: bool = False,
     ) -> RecommendationTask:
+        num_neg, distinct = config.model_options.negative_sampling()
         return cls(
             dataset,
             device,
-            num_neg=config.model_options.resolved_num_neg(),
+            num_neg=num_neg,
             ks=config.resolved_ks(),
             early_stop_metric=config.early_stop_metric,
             eval_chunk_elements=config.eval_chunk_elements,
             compile_sampler=config.compile,
             protocol=config.protocol,
-            distinct_negatives=getattr(config.model_options, "distinct_negatives", False),
+            distinct_negatives=distinct,
+            fixed_shapes=fixed_shapes,
         )
 
     def _sample(self, users: torch.Tensor) -> torch.Tensor:

@@ -49,10 +49,10 @@ def versions() -> dict:
     import numpy
     import scipy
 
-    import coldbrew
+    from coldbrew.version import __version__
 
     return {
-        "coldbrew": coldbrew.__version__,
+        "coldbrew": __version__,
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "scipy": scipy.__version__,
@@ -88,8 +88,13 @@ def load_run_dataset(config: TrainConfig):
     return load_data(model_spec(config.model).task, config)
 
 
-def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
+def build_trainer(
+    config: TrainConfig, dataset: Dataset, *, fixed_shapes: bool = False, **options
+) -> Trainer:
     """Runtime, the model's task, the model and the trainer for ``config``.
+
+    ``fixed_shapes``: take the step a GPU takes (fixed sizes, no host reads, the rank sampler)
+    on any device, to test or measure it on a CPU; model and task receive it when built.
 
     A run's documented process-wide step: torch's global RNG is seeded with ``config.seed``
     here, then draws the model's initial weights and, during training, the sample order and
@@ -105,7 +110,7 @@ def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
     runtime = make_runtime(distributed.device_name(config.device), config.precision)
     distributed.start(runtime.device)
     spec = model_spec(config.model)
-    task = build_task(spec.task, dataset, config, runtime.device)
+    task = build_task(spec.task, dataset, config, runtime.device, fixed_shapes=fixed_shapes)
     teacher = None
     if spec.teacher:  # a collaborative backbone, trained once per dataset, seed and options
         from coldbrew.training.backbone import collaborative_teacher
@@ -113,7 +118,7 @@ def build_trainer(config: TrainConfig, dataset: Dataset, **options) -> Trainer:
         teacher = collaborative_teacher(
             dataset, config.model_options, config.seed, progress=not config.quiet
         )
-    model = build_model(config.model, dataset, config, teacher)
+    model = build_model(config.model, dataset, config, teacher, fixed_shapes=fixed_shapes)
     return Trainer(model, task, config, runtime, **options)
 
 
@@ -155,10 +160,10 @@ def train(
 
 def resolve_auto_batch(config: TrainConfig, dataset, distributed: Distributed) -> None:
     """``--batch-size auto``: rank 0 estimates the largest micro-batch that fits this device
-    (``coldbrew.perf.memory_estimate``), every rank takes it, with the square-root-scaled lr;
+    (``coldbrew.training.memory_estimate``), every rank takes it, with the square-root-scaled lr;
     the run's config.yaml records the result."""
-    from coldbrew.perf.memory_estimate import auto_batch
     from coldbrew.system.runtime import resolve_device
+    from coldbrew.training.memory_estimate import auto_batch
 
     device = resolve_device(distributed.device_name(config.device))
     distributed.start(device)

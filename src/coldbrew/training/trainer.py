@@ -363,11 +363,11 @@ class Trainer:
 
     def _epoch_line(self, losses: dict, metrics: Metrics, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())
-        monitored = self.task.monitor.metric
+        monitor = self.task.monitor
         shown = [
             f"{section}/{name}={values[name]:.4f}"
             for section, values in metrics.items()
-            for name in dict.fromkeys((monitored, "ndcg@20"))
+            for name in dict.fromkeys((monitor.metric, *monitor.shown))
             if name in values
         ]
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)

@@ -104,6 +104,10 @@ class LMConfig:
     def resolved_num_neg(self) -> int:
         return self.num_neg if self.num_neg is not None else DEFAULT_NUM_NEG[self.loss]
 
+    def negative_sampling(self) -> tuple[int, bool]:
+        """Negatives per positive the recommendation task draws, and whether they all differ."""
+        return self.resolved_num_neg(), False
+
     def fake_trace_blocker(self) -> str | None:
         """Why ``coldbrew memory`` cannot trace this model's step on fake tensors, if it can't."""
         if self.lm_mode == "dynamic":

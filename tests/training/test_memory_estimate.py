@@ -12,7 +12,7 @@ import torch
 from coldbrew import load_dataset
 from coldbrew.cli import main
 from coldbrew.config import make_config
-from coldbrew.perf.memory_estimate import (
+from coldbrew.training.memory_estimate import (
     MARGIN,
     StepTrace,
     estimate_memory,

@@ -26,7 +26,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
-from coldbrew.perf.tune import MIN_STEPS_PER_EPOCH
 
 MARGIN = 0.9  # of device memory a planned batch may use
 UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20}
@@ -38,6 +37,8 @@ GPUS = {
     "h100-sxm": {"fp32": 67e12, "bf16": 989e12, "bandwidth": 3.35e12, "memory": 80e9},
 }
 LAUNCH_SECONDS = 4e-6  # per kernel, a typical CUDA launch cost without CUDA graphs
+
+MIN_STEPS_PER_EPOCH = 8  # no batch beyond 1/8 of the training set: that is no longer minibatch SGD
 
 
 def parse_size(text: str) -> int:
@@ -91,16 +92,6 @@ VIEWS |= {aten.permute, aten.slice, aten.select, aten.unsqueeze, aten.squeeze, a
 VIEWS |= {aten.alias, aten.as_strided}
 
 
-def gpu_path(trainer) -> None:
-    """Run ``trainer``'s step as a GPU would: fixed shapes, the rank sampler."""
-    if hasattr(trainer.model, "fixed_shapes"):
-        trainer.model.fixed_shapes = True
-    trainer.task.num_samples()  # builds the task's tables (and a recommendation sampler)
-    sampler = getattr(trainer.task, "sampler", None)
-    if sampler is not None:
-        sampler.method = "rank"
-
-
 def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
     """Peak memory by kind, FLOPs and bytes of one GPU-path step at micro-batch ``batch``."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -115,8 +106,7 @@ def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
     settings = {"batch_size": batch, "grad_accum": 1, "device": "cpu", "compile": False}
     config = make_config(config.to_dict(), {**settings, "quiet": True, "precision": "fp32"})
     with FakeTensorMode(allow_non_fake_inputs=True):
-        trainer = build_trainer(config, data)
-        gpu_path(trainer)
+        trainer = build_trainer(config, data, fixed_shapes=True)
         count = trainer.task.num_samples()
         index = torch.arange(batch) % count
         trainer.train_step(index)  # creates the optimizer state
