@@ -1,8 +1,8 @@
 """What training did, epoch by epoch: TensorBoard scalars while a run trains, ``curves.png`` at
 its end.
 
-``train_with_curves`` is ``coldbrew.training.run.train`` with an ``on_epoch_end`` hook that
-writes, after every epoch, to TensorBoard event files in the run directory
+``curve_hooks`` are the hooks ``coldbrew.training.run.train`` takes for this (``train_with_curves``
+passes them): after every epoch, TensorBoard event files in the run directory
 (``tensorboard --logdir runs/`` shows every run below it):
 
 * ``loss/<term>``: the epoch's mean of each loss term (``loss/loss`` is the total);
@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from coldbrew.training.hooks import RunHook
 
 CURVES_PNG = "curves.png"
 MIB = 2**20
@@ -43,8 +45,8 @@ def tensorboard_available() -> bool:
     return True
 
 
-class CurveWriter:
-    """An ``on_epoch_end`` hook logging each epoch's scalars to TensorBoard in ``run_dir``.
+class CurveWriter(RunHook):
+    """Logs each epoch's scalars to TensorBoard in ``run_dir``.
 
     The writer opens at the first epoch's end, so a run refused before training leaves no
     file behind; a resumed run appends a new event file for its new epochs."""
@@ -53,7 +55,7 @@ class CurveWriter:
         self.run_dir = Path(run_dir)
         self.writer = None
 
-    def __call__(self, state) -> None:
+    def epoch_end(self, state) -> None:
         if not state.history:
             return
         if self.writer is None:
@@ -68,6 +70,16 @@ class CurveWriter:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+class CurvesPlot(RunHook):
+    """``curves.png`` beside results.json, drawn from the results the run is about to write."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+
+    def finish(self, results: dict, run_dir: Path) -> None:
+        write_curves_png(run_dir, results, log=self.log)
 
 
 def epoch_scalars(state) -> dict[str, float]:
@@ -92,6 +104,34 @@ def epoch_scalars(state) -> dict[str, float]:
     return {tag: float(value) for tag, value in scalars.items() if value is not None}
 
 
+def curve_hooks(
+    run_dir: Path | str,
+    *,
+    distributed=None,
+    tensorboard: bool = True,
+    plot: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[RunHook]:
+    """TensorBoard scalars every epoch (unless ``tensorboard`` is False, or tensorboard is not
+    installed: said once) and ``curves.png`` at the end (unless ``plot`` is False, or matplotlib
+    is not installed: said once), on rank 0 only: hooks for ``train``."""
+    from coldbrew.training.distributed import Distributed
+
+    distributed = distributed or Distributed.from_environment()
+    if not distributed.is_main:
+        return []
+    hooks: list[RunHook] = [CurvesPlot(log)] if plot else []
+    if tensorboard and tensorboard_available():
+        hooks.append(CurveWriter(run_dir))
+    elif tensorboard:
+        note_once(
+            "tensorboard",
+            "tensorboard is not installed: no event files (pip install 'coldbrew[research]')",
+            log,
+        )
+    return hooks
+
+
 def train_with_curves(
     config,
     run_dir: Path | str,
@@ -104,48 +144,28 @@ def train_with_curves(
     plot: bool = True,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """``train`` (same arguments and result) with TensorBoard scalars every epoch (unless
-    ``tensorboard`` is False, or tensorboard is not installed: said once) and ``curves.png``
-    at the end (unless ``plot`` is False, or matplotlib is not installed: said once)."""
-    from coldbrew.training.distributed import Distributed
-    from coldbrew.training.run import RESULTS, train
+    """``train`` (same arguments and result) with ``curve_hooks``."""
+    from coldbrew.training.run import train
 
-    distributed = distributed or Distributed.from_environment()
-    run_dir = Path(run_dir)
-    writer = None
-    if tensorboard and distributed.is_main:
-        if tensorboard_available():
-            writer = CurveWriter(run_dir)
-        else:
-            note_once(
-                "tensorboard",
-                "tensorboard is not installed: no event files (pip install 'coldbrew[research]')",
-                log,
-            )
-    hooks = [hook for hook in (writer, on_epoch_end) if hook is not None]
-
-    def each_epoch(state) -> None:
-        for hook in hooks:
-            hook(state)
-
-    try:
-        return train(
-            config,
-            run_dir,
-            resume=resume,
-            dataset=dataset,
-            on_epoch_end=each_epoch if hooks else None,
-            distributed=distributed,
-        )
-    finally:
-        if writer is not None:
-            writer.close()
-        if plot and distributed.is_main and (run_dir / RESULTS).exists():
-            write_curves_png(run_dir, log=log)
+    hooks = curve_hooks(
+        run_dir, distributed=distributed, tensorboard=tensorboard, plot=plot, log=log
+    )
+    return train(
+        config,
+        run_dir,
+        resume=resume,
+        dataset=dataset,
+        hooks=hooks,
+        on_epoch_end=on_epoch_end,
+        distributed=distributed,
+    )
 
 
-def write_curves_png(run_dir: Path | str, *, log: Callable[[str], None] = print) -> Path | None:
-    """``RUN_DIR/curves.png`` from ``RUN_DIR/results.json``; None without matplotlib."""
+def write_curves_png(
+    run_dir: Path | str, results: dict | None = None, *, log: Callable[[str], None] = print
+) -> Path | None:
+    """``RUN_DIR/curves.png`` from ``results`` (default: ``RUN_DIR/results.json``); None without
+    matplotlib."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -156,7 +176,8 @@ def write_curves_png(run_dir: Path | str, *, log: Callable[[str], None] = print)
         )
         return None
     run_dir = Path(run_dir)
-    results = json.loads((run_dir / "results.json").read_text())
+    if results is None:
+        results = json.loads((run_dir / "results.json").read_text())
     monitor = (results.get("early_stop") or {}).get("monitor")
     return plot_curves(
         results.get("history") or [],

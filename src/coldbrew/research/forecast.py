@@ -15,6 +15,7 @@ from pathlib import Path
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.training.hooks import RunHook
 
 TABLE_METRICS = ("mae", "rmse", "mase", "smape")
 
@@ -44,13 +45,20 @@ def forecast(
     summary = {}
     for window, window_config in zip(windows, settings, strict=True):
         log(f"window {window}: training into {runs[window]}")
-        results = train(window_config, runs[window])
-        results["baselines"] = score_baselines(window_config, runs[window], plot=plot)
-        from coldbrew.training.run import RESULTS, write_json
-
-        write_json(results, runs[window] / RESULTS)
-        summary[window] = results
+        hook = Baselines(window_config, plot=plot)
+        summary[window] = train(window_config, runs[window], hooks=[hook])
     return summary
+
+
+class Baselines(RunHook):
+    """Adds ``baselines`` (each baseline's val and test metrics on the LSTM's windows) to the
+    run's results before they are written, and ``forecasts.png`` beside them."""
+
+    def __init__(self, config: TrainConfig, *, plot: bool):
+        self.config, self.plot = config, plot
+
+    def finish(self, results: dict, run_dir: Path) -> None:
+        results["baselines"] = score_baselines(self.config, run_dir, plot=self.plot)
 
 
 def score_baselines(config: TrainConfig, run_dir: Path, *, plot: bool) -> dict:

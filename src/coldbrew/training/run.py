@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -25,6 +26,7 @@ from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, make_runtime
 from coldbrew.training.checkpoint import BEST, LAST, RunLock, atomic_write, load_checkpoint
 from coldbrew.training.distributed import Distributed
+from coldbrew.training.hooks import RunHook, as_hooks
 from coldbrew.training.run_dir import absolute_data, check_new_run_dir, check_out_dir
 from coldbrew.training.trainer import NonFiniteLoss, Trainer
 
@@ -119,7 +121,7 @@ def build_trainer(
             dataset, config.model_options, config.seed, progress=not config.quiet
         )
     model = build_model(config.model, dataset, config, teacher, fixed_shapes=fixed_shapes)
-    return Trainer(model, task, config, runtime, **options)
+    return Trainer(model, task, config, runtime, trains=spec.trains, **options)
 
 
 def train(
@@ -128,10 +130,15 @@ def train(
     *,
     resume: bool = False,
     dataset: Dataset | None = None,
-    on_epoch_end=None,
+    hooks: Sequence[RunHook] = (),
+    on_epoch_end: Callable | None = None,
     distributed: Distributed | None = None,
 ) -> dict:
     """Train, evaluate the best checkpoint on val and test, write results.json; return it.
+
+    The one way in: every kind of run (``coldbrew train``, each seed of a multi-seed run, a
+    search trial, a forecast) comes through here; what a kind adds (curves, baselines) are
+    ``hooks`` (``coldbrew.training.hooks.RunHook``); ``on_epoch_end(state)`` is a plain one.
 
     With ``resume``, ``config`` should be the run's own (``resume_config`` reads it back) so the
     continued run trains exactly as the interrupted one would have. A run directory with a
@@ -143,19 +150,22 @@ def train(
     """
     distributed = distributed or Distributed.from_environment()
     run_dir = Path(run_dir)
-    if restarted_by_torchrun() and (run_dir / CONFIG).exists():
-        resume = True
-    main = distributed.is_main
-    if main:
-        check_run_dir(run_dir, resume)
-    if not resume:
-        config = absolute_data(config)
-    if resume and main:
-        with RunLock(run_dir):  # a second process on the run fails here, before loading data
-            return _load_build_and_train(
-                config, dataset, run_dir, resume, on_epoch_end, distributed
-            )
-    return _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed)
+    hooks = as_hooks(hooks, on_epoch_end)
+    try:
+        if restarted_by_torchrun() and (run_dir / CONFIG).exists():
+            resume = True
+        main = distributed.is_main
+        if main:
+            check_run_dir(run_dir, resume)
+        if not resume:
+            config = absolute_data(config)
+        if resume and main:
+            with RunLock(run_dir):  # a second process on the run fails here, before loading data
+                return _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed)
+        return _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed)
+    finally:
+        for hook in hooks:
+            hook.close()
 
 
 def resolve_auto_batch(config: TrainConfig, dataset, distributed: Distributed) -> None:
@@ -188,11 +198,11 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
     check_out_dir(run_dir)
 
 
-def _load_build_and_train(config, dataset, run_dir, resume, on_epoch_end, distributed) -> dict:
+def _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed) -> dict:
     dataset = dataset if dataset is not None else load_run_dataset(config)
     if config.auto_batch_size:
         resolve_auto_batch(config, dataset, distributed)
-    options = {"on_epoch_end": on_epoch_end, "distributed": distributed}
+    options = {"hooks": hooks, "distributed": distributed}
     trainer = build_trainer(config, dataset, **options)  # refusals come here
     if not distributed.is_main:
         trainer.log = lambda line: None
@@ -329,5 +339,7 @@ def finish_run(
         "device": device_name(trainer.runtime.device),
         "history": state.history,
     }
+    for hook in trainer.hooks:
+        hook.finish(results, run_dir)
     write_json(results, run_dir / RESULTS)
     return results

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from coldbrew.system.runtime import Runtime, rng_state, set_rng_state
 from coldbrew.tasks.base import Metrics, Task
 from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
 from coldbrew.training.distributed import Distributed
+from coldbrew.training.hooks import RunHook, as_hooks
 from coldbrew.training.memory_safety import (
     FaultInjector,
     OutOfMemory,
@@ -94,20 +95,26 @@ class Trainer:
         *,
         run_dir: Path | None = None,
         log: Callable[[str], None] = print,
+        hooks: Sequence[RunHook] = (),
         on_epoch_end: Callable[[TrainState], None] | None = None,
         distributed: Distributed | None = None,
+        trains: bool = True,
     ):
         self.config, self.task, self.runtime = config, task, runtime
         self.distributed = distributed or Distributed()
         self.run_dir = Path(run_dir) if run_dir else None
-        self.log, self.on_epoch_end = log, on_epoch_end
+        self.log, self.hooks = log, as_hooks(hooks, on_epoch_end)
         self.model = model if on_device(model, runtime.device) else model.to(runtime.device)
         self.micro_batch = config.batch_size  # halved by out-of-memory recovery
         # one optimizer step: batch_size x grad_accum samples on each of world_size ranks
         self.step_samples = config.batch_size * config.grad_accum * self.distributed.world_size
         self.steps_per_epoch = math.ceil(task.num_samples() / self.step_samples)
-        self.optimizer = build_optimizer(self.model, config)
-        self.scheduler = build_scheduler(self.optimizer, config, self.steps_per_epoch)
+        # a model with nothing to train (content KNN) is evaluated once, as its only epoch
+        self.trains = trains
+        self.optimizer = build_optimizer(self.model, config) if trains else None
+        self.scheduler = (
+            build_scheduler(self.optimizer, config, self.steps_per_epoch) if trains else None
+        )
         self.wrapped = self.distributed.wrap(self.model, runtime.device)
         self.loss_fn = torch.compile(self.wrapped) if config.compile else self.wrapped
         self.faults = FaultInjector()
@@ -263,7 +270,7 @@ class Trainer:
         scaler = self.runtime.scaler
         return {
             "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "scaler": scaler.state_dict() if scaler is not None else None,
             "rng": rng_state(),
@@ -278,7 +285,8 @@ class Trainer:
     def resume(self, path: Path) -> None:
         payload = load_checkpoint(path, map_location=self.runtime.device)
         self.model.load_state_dict(payload["model"])
-        self.optimizer.load_state_dict(payload["optimizer"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(payload["optimizer"])
         if self.scheduler is not None and payload.get("scheduler") is not None:
             self.scheduler.load_state_dict(payload["scheduler"])
         if self.runtime.scaler is not None and payload.get("scaler") is not None:
@@ -295,7 +303,8 @@ class Trainer:
         """Train until ``epochs`` or early stopping (or ``patience`` evaluations without
         improvement); checkpoints after every epoch when a run directory is set."""
         state, config, monitor = self.state, self.config, self.task.monitor
-        while state.epoch < config.epochs and not self.stopped_early():
+        epochs = config.epochs if self.trains else 1
+        while state.epoch < epochs and not self.stopped_early():
             losses, metrics = self._train_and_evaluate()
             score = monitor.value(metrics)
             best = monitor.worst if state.best_score is None else state.best_score
@@ -318,8 +327,8 @@ class Trainer:
             if improved:
                 self.save(BEST)
             self.save(LAST)
-            if self.on_epoch_end is not None:
-                self.on_epoch_end(state)
+            for hook in self.hooks:
+                hook.epoch_end(state)
         if self.stopped_early():
             self.log(
                 f"early stop: {monitor.key} did not improve for {config.patience} evaluations; "
@@ -330,7 +339,7 @@ class Trainer:
     def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:
         """One epoch of training, then validation; both timed."""
         started = time.perf_counter()
-        losses = self.train_epoch()
+        losses = self.train_epoch() if self.trains else {}
         if self.runtime.device.type == "cuda":
             torch.cuda.synchronize()
         self.state.train_seconds += time.perf_counter() - started
