@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from coldbrew.data import text_backbone
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
-from coldbrew.models.lm import LMConfig, build, checkpoint, restore
+from coldbrew.models.lm import LMConfig, build
 from coldbrew.models.lm.text import user_history
 from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset, tiny_gpt2
 
@@ -255,41 +255,47 @@ def round_trip(payload: dict) -> dict:
     ],
     ids=["cache", "dynamic-frozen", "dynamic-lora", "dynamic-full"],
 )
-def test_checkpoint_holds_trainable_state_and_restores(gpt2, options, backbone_keys):
+def test_state_holds_trainable_weights_and_restores(gpt2, options, backbone_keys):
     model = make(gpt2, **options)
     train_steps(model, 3)
-    payload = round_trip(checkpoint(model))
-    keys = [key for key in payload["state_dict"] if key.startswith("backbone.")]
+    state = round_trip(model.state_dict())  # what best.pt holds under "model"
+    keys = [key for key in state if key.startswith("backbone.")]
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
-    assert set(payload["state_dict"]) == trainable  # no frozen weight, no data buffer
+    assert set(state) == trainable | {"_extra_state"}  # no frozen weight, no data buffer
     if backbone_keys is not None:
         assert len(keys) == backbone_keys and all(".lora_" in key for key in keys)
-    restored = restore(payload, tiny_dataset())
+    restored = make(gpt2, seed=9, **options)
+    restored.load_state_dict(state)
     model.eval(), restored.eval()
     torch.testing.assert_close(restored.item_embeddings(), model.item_embeddings())
     torch.testing.assert_close(restored.user_embeddings(), model.user_embeddings())
 
 
-def test_restore_refuses_a_backbone_that_changed(gpt2, tmp_path):
+def test_a_state_refuses_a_backbone_that_changed(gpt2, tmp_path):
     import shutil
 
     folder = shutil.copytree(gpt2, tmp_path / "gpt2")
-    payload = checkpoint(make(str(folder)))
+    state = make(str(folder)).state_dict()
     (folder / "config.json").write_text((folder / "config.json").read_text() + "\n")
     with pytest.raises(ColdbrewError, match="differs from the one this checkpoint"):
-        restore(payload, tiny_dataset())
-    with pytest.raises(ColdbrewError, match="not an lm checkpoint"):
-        restore({"state_dict": {}}, tiny_dataset())
+        make(str(folder)).load_state_dict(state)
 
 
-def test_restore_into_a_dataset_of_other_shape_is_a_clear_error(gpt2):
-    payload = checkpoint(make(gpt2))
-    fewer_users = tiny_dataset(user_text=False)
-    fewer_users.num_users = 5
-    fewer_users.train = fewer_users.train[:5]
-    fewer_users.splits = {}
-    with pytest.raises(ColdbrewError, match="does not fit 'tiny-text'"):
-        restore(payload, fewer_users)
+def test_a_state_saved_before_the_identity_loads_unchecked(gpt2):
+    model = make(gpt2)
+    state = {key: value for key, value in model.state_dict().items() if key != "_extra_state"}
+    restored = make(gpt2, seed=4)
+    restored.load_state_dict(state)
+    model.eval(), restored.eval()
+    torch.testing.assert_close(restored.item_embeddings(), model.item_embeddings())
+
+
+def test_the_retired_standalone_lm_format_is_a_clear_error(tmp_path):
+    from coldbrew.training.checkpoint import load_checkpoint
+
+    torch.save({"format": "coldbrew-lm", "version": 1, "state_dict": {}}, tmp_path / "old.pt")
+    with pytest.raises(ColdbrewError, match="standalone LM checkpoint.*no longer reads"):
+        load_checkpoint(tmp_path / "old.pt")
 
 
 def test_same_seed_same_result(gpt2):
@@ -368,17 +374,6 @@ def test_cosine_scores_unit_vectors(gpt2):
     torch.testing.assert_close(items.norm(dim=1), torch.ones(len(items)))
     new = model.encode_items(texts=["a new film"])
     torch.testing.assert_close(new.norm(dim=1), torch.ones(1))
-
-
-def test_a_version_1_checkpoint_without_the_new_options_restores_as_it_was(gpt2):
-    data = with_features()
-    old = make(gpt2, dataset=data, item_features=False, score="dot")  # what version 1 built
-    payload = round_trip(checkpoint(old))
-    for name in ("score", "item_features"):
-        del payload["config"][name]
-    restored = restore(payload, data)
-    old.eval(), restored.eval()
-    torch.testing.assert_close(restored.item_embeddings(), old.item_embeddings())
 
 
 def test_a_new_item_is_encoded_from_its_text_and_raw_feature_blocks(gpt2):

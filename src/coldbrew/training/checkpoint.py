@@ -54,6 +54,11 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
         raise ColdbrewError(
             f"cannot read checkpoint {path}: {first}; it is damaged or not a coldbrew checkpoint"
         ) from None
+    if isinstance(payload, dict) and payload.get("format") == "coldbrew-lm":
+        raise ColdbrewError(
+            f"{path} is a standalone LM checkpoint (coldbrew.models.lm.checkpoint), a format "
+            "coldbrew no longer reads: train the model again with coldbrew train --model lm"
+        )
     if not isinstance(payload, dict) or "model" not in payload:
         raise ColdbrewError(f"{path} is not a coldbrew checkpoint (no model state)")
     return payload

@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING
 from coldbrew.models.lm.config import LMConfig, LoraSpec
 
 if TYPE_CHECKING:
-    from coldbrew.models.lm.builder import build, checkpoint, restore
+    from coldbrew.models.lm.builder import build
     from coldbrew.models.lm.model import LMRecommender
 
-__all__ = ["LMConfig", "LoraSpec", "LMRecommender", "build", "checkpoint", "restore"]
+__all__ = ["LMConfig", "LoraSpec", "LMRecommender", "build"]
 
 _LAZY = {
     "build": "coldbrew.models.lm.builder",
-    "checkpoint": "coldbrew.models.lm.builder",
-    "restore": "coldbrew.models.lm.builder",
     "LMRecommender": "coldbrew.models.lm.model",
 }
 

@@ -10,7 +10,6 @@ loaded copy also embeds the catalogue, before any adapter is added.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable
 
@@ -19,15 +18,11 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.dataset import Dataset
-from coldbrew.errors import ColdbrewError
 from coldbrew.models.content import dense_blocks
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lm.model import LMRecommender
 from coldbrew.models.lm.text import require_item_texts, user_history
-
-CHECKPOINT_FORMAT = "coldbrew-lm"
-CHECKPOINT_VERSION = 1
 
 
 def build(
@@ -75,6 +70,7 @@ def build(
         cold_items=cold_items,
         user_features=user_features,
         item_features=item_features,
+        backbone_identity=text_backbone.backbone_identity(config.backbone),
         **text_source,
     )
     if progress:
@@ -121,51 +117,6 @@ def _embedder(
         return embeddings
 
     return embed
-
-
-# ---------------------------------------------------------------------------------- checkpoints
-def checkpoint(model: LMRecommender) -> dict:
-    """What to save: the config (to rebuild the backbone), its identity, and the trainable state
-    (heads, ID tables, LoRA adapters; no frozen backbone weight). ``torch.load(weights_only=True)``
-    reads it back."""
-    return {
-        "format": CHECKPOINT_FORMAT,
-        "version": CHECKPOINT_VERSION,
-        "config": dataclasses.asdict(model.config),
-        "backbone_identity": text_backbone.backbone_identity(model.config.backbone),
-        "state_dict": model.state_dict(),
-    }
-
-
-def restore(
-    payload: dict, dataset: Dataset, *, progress: bool = False, strict_backbone: bool = True
-) -> LMRecommender:
-    """Rebuild the model for ``dataset`` from ``payload`` (``checkpoint``'s output): the backbone
-    from its name, then the saved state. A backbone whose files changed since the save is an
-    error (``strict_backbone=False`` accepts it)."""
-    if payload.get("format") != CHECKPOINT_FORMAT:
-        raise ColdbrewError("not an lm checkpoint (format field missing or different)")
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ColdbrewError(
-            f"lm checkpoint version {payload.get('version')}, expected {CHECKPOINT_VERSION}"
-        )
-    from coldbrew.registry import MODELS
-
-    # options added after a checkpoint was saved take the values it was trained with
-    config = LMConfig(**{**MODELS["lm"].absent_options, **payload["config"]})
-    identity = text_backbone.backbone_identity(config.backbone)
-    if strict_backbone and identity != payload["backbone_identity"]:
-        raise ColdbrewError(
-            f"backbone {config.backbone!r} differs from the one this checkpoint was trained on "
-            f"({identity} against {payload['backbone_identity']})"
-        )
-    model = build(dataset, config, progress=progress)
-    try:
-        model.load_state_dict(payload["state_dict"])
-    except RuntimeError as error:  # e.g. ID tables sized for another dataset
-        first = str(error).splitlines()[0]
-        raise ColdbrewError(f"lm checkpoint does not fit {dataset.name!r}: {first}") from None
-    return model
 
 
 def build_for_run(dataset: Dataset, config) -> LMRecommender:

@@ -64,6 +64,7 @@ class LMRecommender(Recommender):
         backbone: TextBackbone | None = None,
         item_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
         item_features: dict[str, torch.Tensor] | None = None,
+        backbone_identity: str | None = None,
     ):
         """``user_features (U, F)``: history (and user-text) vectors. Cache mode takes
         ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths).
@@ -76,6 +77,9 @@ class LMRecommender(Recommender):
             raise ColdbrewError("LMRecommender: dynamic mode takes a backbone and item_tokens")
         self.config = config
         self.backbone = backbone
+        # the backbone's files' identity: saved with the state, checked when a state is loaded
+        self.backbone_identity = backbone_identity
+        self.register_load_state_dict_pre_hook(_accept_a_state_without_identity)
         self.num_users = num_users
         if item_text is not None:
             self.num_items, width = item_text.shape
@@ -100,6 +104,18 @@ class LMRecommender(Recommender):
         nn.init.normal_(self.item_id.weight, std=ID_INIT_STD)
         self.item_head = mlp(width, config.hidden, config.dim)
         self.user_head = mlp(user_features.shape[1], config.hidden, config.dim)
+
+    def get_extra_state(self) -> dict:
+        return {"backbone_identity": self.backbone_identity}
+
+    def set_extra_state(self, state: dict) -> None:
+        """A saved state trained on other backbone files (changed since the save) is refused."""
+        saved = state.get("backbone_identity")
+        if saved and self.backbone_identity and saved != self.backbone_identity:
+            raise ColdbrewError(
+                f"backbone {self.config.backbone!r} differs from the one this checkpoint was "
+                f"trained on ({self.backbone_identity} against {saved})"
+            )
 
     # ------------------------------------------------------------------ vectors
     def text_vectors(self, items: torch.Tensor) -> torch.Tensor:
@@ -243,3 +259,8 @@ class LMRecommender(Recommender):
             f"heads {counts['heads']:,}, ID tables {counts['id_tables']:,}, "
             f"{kind} {counts['backbone_trainable']:,}"
         )
+
+
+def _accept_a_state_without_identity(module, state_dict, prefix, *_) -> None:
+    """States saved before the identity was part of them load unchecked."""
+    state_dict.setdefault(prefix + "_extra_state", {})
