@@ -231,6 +231,19 @@ def test_every_train_option_has_a_description(capsys):
     assert "no loader workers are needed" in text
 
 
+def test_train_help_for_a_named_model_shows_its_options_alone(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--model", "lstm", "--help"])
+    text = capsys.readouterr().out
+    assert "lstm options" in text and "--window" in text
+    assert "clcrec options" not in text and "--backbone" not in text and "--lr-lambda" not in text
+    with pytest.raises(SystemExit):
+        main(["train", "--model=LM", "--help"])
+    text = capsys.readouterr().out
+    assert "--backbone" in text and "--window" not in text
+    assert "(default: 0.0013)" in text  # the lm's own learning rate, not clcrec's
+
+
 def test_help_imports_no_torch():
     code = (
         "import sys\n"

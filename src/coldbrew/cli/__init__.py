@@ -64,6 +64,9 @@ def handler(command: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from coldbrew.cli.options import focus_help_on
+
+    focus_help_on(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     try:

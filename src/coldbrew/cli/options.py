@@ -9,6 +9,22 @@ import dataclasses
 
 from coldbrew.config import ALIASES, FIELDS, IGNORED_ORIGINAL, TrainConfig
 
+# the model a command line names (``--model lm``): its help lists that model's options alone
+_help_model: list[str | None] = [None]
+
+
+def focus_help_on(argv: list[str]) -> None:
+    """Remember the model ``argv`` names, so ``coldbrew train --model X --help`` shows X's
+    options and no other model's (the others' flags still parse, to refuse them by name)."""
+    from coldbrew.registry import MODELS
+
+    named = None
+    for index, word in enumerate(argv):
+        flag, equals, value = word.partition("=")
+        if flag in ("--model", "--model_name", "--model-name"):
+            named = value if equals else (argv[index + 1] if index + 1 < len(argv) else None)
+    _help_model[0] = named.lower() if named and named.lower() in MODELS else None
+
 
 def _flags(name: str, aliases: dict[str, list[str]]) -> list[str]:
     spellings = {f"--{name.replace('_', '-')}", f"--{name}"}
@@ -16,13 +32,15 @@ def _flags(name: str, aliases: dict[str, list[str]]) -> list[str]:
     return sorted(spellings)
 
 
-def _add(group, spec: dataclasses.Field, default, aliases, prefix: str = "") -> None:
+def _add(group, spec: dataclasses.Field, default, aliases, shown: bool = True) -> None:
     kind = str(spec.type)
     help_text = spec.metadata.get("help", "")
     options: dict = {
         "dest": spec.name,
         "default": argparse.SUPPRESS,
-        "help": f"{prefix}{help_text} (default: {default})".replace("%", "%%"),
+        "help": f"{help_text} (default: {default})".replace("%", "%%")
+        if shown
+        else argparse.SUPPRESS,
     }
     if kind.startswith("bool"):
         options.update(nargs="?", const="true", metavar="BOOL")
@@ -39,22 +57,35 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     aliases: dict[str, list[str]] = {}
     for old, new in ALIASES.items():
         aliases.setdefault(new, []).append(old)
+    focus = _help_model[0]
     run = parser.add_argument_group("run options")
     defaults = TrainConfig()
     for name, spec in FIELDS.items():
         default = getattr(defaults, name)
         per_model = [
-            f"{m}: {s.run_defaults[name]}" for m, s in MODELS.items() if name in s.run_defaults
+            f"{m}: {s.run_defaults[name]}"
+            for m, s in MODELS.items()
+            if name in s.run_defaults and focus in (None, m)
         ]
+        if focus and per_model:
+            default = per_model[0].partition(": ")[2]
+            per_model = []
         _add(run, spec, "; ".join([str(default), *per_model]), aliases)
     seen: set[str] = set(FIELDS)
-    for model, model_spec in MODELS.items():
-        group = parser.add_argument_group(f"{model} options", model_spec.summary)
+    # the named model's options first, so its defaults are the ones shown
+    order = sorted(MODELS, key=lambda name: name != focus)
+    for model in order:
+        model_spec = MODELS[model]
+        shown = focus in (None, model)
+        # another model's flags still parse (to be refused by name), under no heading
+        group = (
+            parser.add_argument_group(f"{model} options", model_spec.summary) if shown else parser
+        )
         section = model_spec.config()
         for spec in dataclasses.fields(section):
             if spec.name not in seen:
                 seen.add(spec.name)
-                _add(group, spec, getattr(section, spec.name), aliases)
+                _add(group, spec, getattr(section, spec.name), aliases, shown=shown)
     original = parser.add_argument_group("original CLCRec flags accepted with a note")
     original.add_argument(
         "--no-cuda",
