@@ -56,6 +56,7 @@ def test_three_trials_prune_the_bad_ones_and_the_study_resumes(tmp_path):
 
     preset = load_yaml(result["preset"])
     assert preset["lr"] == GOOD and preset["dim"] == 16 and preset["epochs"] == 2
+    assert "quiet" not in preset  # how the search ran, not what the trial trained
     assert make_config(preset).model_options.dim == 16
 
     # a trial left running by a killed search is marked failed and its settings tried again
@@ -79,6 +80,11 @@ def test_a_study_with_other_settings_is_refused(tmp_path):
     open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
     with pytest.raises(ColdbrewError, match="other settings .*base.num_neg"):
         search((BASE, {"num_neg": 8}), space, out, trials=1, log=lambda line: None)
+    # another training budget would mix two searches' trials: refused too
+    for budget in ({"epochs": 3}, {"patience": 2}):
+        name = next(iter(budget))
+        with pytest.raises(ColdbrewError, match=f"other settings .*base.{name}"):
+            search((BASE, budget), space, out, trials=1, log=lambda line: None)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "file.txt").write_text("x")
     with pytest.raises(ColdbrewError, match="holds no study"):

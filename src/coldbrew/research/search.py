@@ -90,11 +90,18 @@ def task_monitor(config: TrainConfig, dataset: Any):
     return build_task(model_spec(config.model).task, dataset, config, torch.device("cpu")).monitor
 
 
+# the study's identity: what a trial trains, so its trials stay comparable (a run may resume
+# with more epochs, but a study whose trials had another budget would mix two searches)
+STUDY_BUDGET = ("epochs", "patience")
+
+
 def search_settings(base: TrainConfig, space: SearchSpace, seeds: Sequence[int] | None) -> dict:
-    """What identifies a study: settings that change what a trial trains, the space, the seeds."""
+    """What identifies a study: settings that change what a trial trains (its epochs and
+    patience included), the space, the seeds."""
     from coldbrew.training.run import RESUMABLE_OVERRIDES, flat_settings
 
-    flat = {k: v for k, v in flat_settings(base).items() if k not in RESUMABLE_OVERRIDES}
+    runtime_only = RESUMABLE_OVERRIDES - set(STUDY_BUDGET)
+    flat = {k: v for k, v in flat_settings(base).items() if k not in runtime_only}
     return json.loads(json.dumps({"base": flat, "space": space.to_dict(), "seeds": seeds}))
 
 
@@ -110,6 +117,10 @@ def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: 
         load_if_exists=True,
     )
     saved = study.user_attrs.get("settings")
+    if saved is not None and not any(key in saved["base"] for key in STUDY_BUDGET):
+        # saved before the budget was part of a study's identity: it cannot be checked
+        saved["base"].update({key: settings["base"][key] for key in STUDY_BUDGET})
+        study.set_user_attr("settings", saved)
     if saved is None:
         study.set_user_attr("settings", settings)
     elif saved != settings:

@@ -81,6 +81,10 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
     )
 
 
+# how the search ran, not what the best trial trained: left out of best.yaml
+NOT_PRESET = ("model", "quiet", "log_every", "patience")
+
+
 def best_preset(base_layers: Sequence[dict], params: Mapping[str, Any]) -> dict[str, Any]:
     """The settings given to the search (preset, flags, fixed values of the space) with the
     best trial's values, typed as the configuration has them."""
@@ -97,7 +101,7 @@ def best_preset(base_layers: Sequence[dict], params: Mapping[str, Any]) -> dict[
                 given += [canonical_key(str(inner)) for inner in value]
             else:
                 given.append(name)
-    keys = [key for key in dict.fromkeys(given) if key in flat and key != "model"]
+    keys = [key for key in dict.fromkeys(given) if key in flat and key not in NOT_PRESET]
     return {"model": config.model, **{key: flat[key] for key in keys}}
 
 
