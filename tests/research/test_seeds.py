@@ -73,6 +73,21 @@ def test_a_resumed_multi_seed_run_may_add_seeds_and_refuses_a_single_run(tmp_pat
     assert results["seeds"] == [1, 4] and (run / "seed-4" / "results.json").exists()
     with pytest.raises(ColdbrewError, match="not a multi-seed run"):
         train_seeds(resume_config(run / "seed-1"), run / "seed-1", None, resume=True, log=silent)
+    # naming fewer seeds would rewrite the results without the others: refused, nothing written
+    before = (run / "results.json").read_text()
+    with pytest.raises(ColdbrewError, match="holds seeds 1,4; --seeds on --resume may only add"):
+        train_seeds(resume_config(run), run, [4], resume=True, log=silent)
+    assert (run / "results.json").read_text() == before
+
+
+def test_a_seed_resumed_on_its_own_updates_its_parent(tmp_path):
+    run = tmp_path / "run"
+    flags = ["--data", TINY["data"], "--batch-size", "1024", "--num-neg", "4", "--epochs", "1"]
+    assert main(["train", *flags, "--seeds", "1,2", "--quiet", "--out", str(run)]) == 0
+    assert json.loads((run / "results.json").read_text())["per_seed"]["2"]["epochs_run"] == 1
+    assert main(["train", "--resume", str(run / "seed-2"), "--epochs", "2", "--quiet"]) == 0
+    parent = json.loads((run / "results.json").read_text())
+    assert parent["per_seed"]["2"]["epochs_run"] == 2 and parent["per_seed"]["1"]["epochs_run"] == 1
 
 
 def test_cli_seeds_writes_the_aggregate_and_refuses_seed_with_seeds(tmp_path, capsys):

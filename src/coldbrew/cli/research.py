@@ -108,7 +108,12 @@ def add_parsers(commands) -> None:
 def run_training(args: argparse.Namespace, config, run_dir: str, distributed) -> dict:
     """Train one run, or one per seed (``--seeds``, or ``--resume`` of a multi-seed run)."""
     from coldbrew.research.curves import train_with_curves
-    from coldbrew.research.seeds import is_multi_seed_run, parse_seeds, train_seeds
+    from coldbrew.research.seeds import (
+        is_multi_seed_run,
+        parse_seeds,
+        refresh_parent_results,
+        train_seeds,
+    )
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
     if seeds and "seed" in config_flags(args):
@@ -122,7 +127,10 @@ def run_training(args: argparse.Namespace, config, run_dir: str, distributed) ->
     }
     if seeds or (args.resume and is_multi_seed_run(args.resume)):
         return train_seeds(config, run_dir, seeds, **options)
-    return train_with_curves(config, run_dir, **options)
+    results = train_with_curves(config, run_dir, **options)
+    if distributed.is_main:  # a seed of a multi-seed run, trained on its own
+        refresh_parent_results(run_dir, log=options["log"])
+    return results
 
 
 def print_seed_table(results: dict) -> None:

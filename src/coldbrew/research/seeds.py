@@ -100,7 +100,7 @@ def train_seeds(
         resume = True
     if resume and not is_multi_seed_run(run_dir):
         raise ColdbrewError(f"{run_dir} is not a multi-seed run (no {SEEDS_FILE})")
-    seeds = list(seeds) if seeds else saved_seeds(run_dir)
+    seeds = resumed_seeds(run_dir, seeds) if resume else list(seeds)
     if distributed.is_main:
         check_run_dir(run_dir, resume)
     config = absolute_data(copy.deepcopy(config))
@@ -142,6 +142,48 @@ def train_seeds(
             return write_seed_results(run_dir, config, seeds, results)
     run_all()
     return seed_results(config, seeds, results)
+
+
+def resumed_seeds(run_dir: Path, given: Sequence[int] | None) -> list[int]:
+    """The seeds a resumed run trains: its own, then any ``given`` adds. Leaving one out would
+    rewrite the run's results without it: refused, with the ways to do what was meant."""
+    saved = saved_seeds(run_dir)
+    if not given:
+        return saved
+    missing = [seed for seed in saved if seed not in given]
+    if missing:
+        listed = ",".join(str(seed) for seed in saved)
+        raise ColdbrewError(
+            f"{run_dir} holds seeds {listed}; --seeds on --resume may only add seeds (e.g. "
+            f"--seeds {listed},{max(saved) + 1}). To continue one seed, resume "
+            f"{seed_dir(run_dir, missing[0])}"
+        )
+    return saved + [seed for seed in given if seed not in saved]
+
+
+def refresh_parent_results(run_dir: Path | str, log: Callable[[str], None] = print) -> None:
+    """After one seed of a multi-seed run was trained on its own (``--resume RUN/seed-N``):
+    the parent's results.json again, from every seed's, when every seed has finished."""
+    from coldbrew.config import load_saved_config, make_config
+    from coldbrew.training.checkpoint import RunLock
+    from coldbrew.training.run import CONFIG, RESULTS
+
+    run_dir = Path(run_dir)
+    parent = run_dir.parent
+    if not is_multi_seed_run(parent):
+        return
+    seeds = saved_seeds(parent)
+    if run_dir.name not in {f"seed-{seed}" for seed in seeds}:
+        return
+    paths = {seed: seed_dir(parent, seed) / RESULTS for seed in seeds}
+    if not all(path.exists() for path in paths.values()):
+        log(f"note: {parent}/results.json is left as it was: not every seed has finished")
+        return
+    with RunLock(parent):
+        config = make_config(load_saved_config(parent / CONFIG))
+        results = {seed: json.loads(path.read_text()) for seed, path in paths.items()}
+        write_seed_results(parent, config, seeds, results)
+    log(f"{parent}/results.json updated from its seeds")
 
 
 def seed_state(directory: Path) -> str:
