@@ -40,6 +40,17 @@ def test_resume_refuses_flags_that_change_data_split_or_model(dataset, tmp_path)
     assert resume_config(tmp_path / "run", {"epochs": 3, "quiet": True}).epochs == 3
 
 
+def test_resume_refuses_fewer_epochs_than_the_run_has_trained(dataset, tmp_path):
+    train(make_config(FAST, {"epochs": 2}), tmp_path / "run", dataset=dataset)
+    before = (tmp_path / "run" / "config.yaml").read_text()
+    with pytest.raises(ColdbrewError, match="has trained 2 epochs: --epochs 1 would train none"):
+        resume_config(tmp_path / "run", {"epochs": 1})
+    (tmp_path / "run" / "results.json").unlink()  # an interrupted run: its checkpoint counts
+    with pytest.raises(ColdbrewError, match="has trained 2 epochs"):
+        resume_config(tmp_path / "run", {"epochs": 1})
+    assert (tmp_path / "run" / "config.yaml").read_text() == before
+
+
 def test_resume_of_a_run_stopped_in_its_first_epoch_starts_it_again(dataset, tmp_path):
     def crash(state):
         raise KeyboardInterrupt

@@ -287,7 +287,25 @@ def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:
             f"--resume cannot change {', '.join(refused)} (the run's data, split, model or "
             f"optimisation); only {allowed} may change. Start a new run with --out instead"
         )
+    done = epochs_done(Path(run_dir))
+    if config.epochs != saved.epochs and done is not None and config.epochs <= done:
+        raise ColdbrewError(
+            f"{run_dir} has trained {done} epochs: --epochs {config.epochs} would train none and "
+            f"rewrite its settings; give more than {done} epochs to continue it"
+        )
     return config
+
+
+def epochs_done(run_dir: Path) -> int | None:
+    """Epochs a run has trained (its results, else its last checkpoint); None before any."""
+    if (run_dir / RESULTS).exists():
+        try:
+            return int(json.loads((run_dir / RESULTS).read_text())["epochs_run"])
+        except (ValueError, KeyError, TypeError):
+            pass  # not a finished single run's results: ask the checkpoint
+    if (run_dir / LAST).exists():
+        return int(load_checkpoint(run_dir / LAST)["state"]["epoch"])
+    return None
 
 
 def flat_settings(config: TrainConfig) -> dict:
