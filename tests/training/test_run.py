@@ -223,3 +223,14 @@ def test_extending_a_cosine_run_rebuilds_the_schedule_and_says_so(dataset, tmp_p
     assert results["epochs_run"] == 2
     log = (tmp_path / "run" / "train.log").read_text()
     assert "cosine schedule rebuilt for 2 epochs (was 1)" in log
+
+
+def test_a_diverging_loss_stops_the_run_and_says_why(dataset, tmp_path):
+    from coldbrew.training.trainer import DivergedLoss
+
+    # lr 1e6: the first epoch's mean loss is ~1e20 against ~4 at the first step
+    with pytest.raises(DivergedLoss, match=r"diverged: epoch 1's mean .* learning rate \(1e\+06\)"):
+        train(make_config(FAST, {"lr": 1e6, "epochs": 3}), tmp_path / "run", dataset=dataset)
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["stopped"] == "diverged" and results["history"] == []
+    assert "diverged" in (tmp_path / "run" / "train.log").read_text()

@@ -251,8 +251,8 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         trainer.fit()
         if trainer.stopped_early():
             stopped = "early_stop"
-    except NonFiniteLoss as error:
-        stopped, failure = "non_finite", error
+    except NonFiniteLoss as error:  # non-finite, or diverged
+        stopped, failure = error.stopped, error
         if log_file is not None:
             log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
     metrics = final_metrics(trainer, run_dir)

@@ -50,7 +50,17 @@ from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_n
 
 
 class NonFiniteLoss(ColdbrewError):
-    pass
+    stopped = "non_finite"  # results.json's ``stopped``
+
+
+class DivergedLoss(NonFiniteLoss):
+    """The epoch's loss is orders of magnitude above the run's first step's."""
+
+    stopped = "diverged"
+
+
+# an epoch whose mean loss exceeds this many times the first step's (at least 1) has diverged
+DIVERGENCE_FACTOR = 1000.0
 
 
 @dataclass
@@ -64,6 +74,7 @@ class TrainState:
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
     history: list[dict] = field(default_factory=list)
+    first_loss: float | None = None  # the run's first step's loss: divergence is measured from it
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -218,9 +229,10 @@ class Trainer:
             disable=not show_progress(config),
             leave=False,
         )
-        steps = 0
+        steps, first = 0, None
         for steps, start in enumerate(range(0, count, self.step_samples), start=1):
             total, terms = self.train_step(order[start : start + self.step_samples])
+            first = total.detach() if first is None else first
             for name, value in {"loss": total, **terms}.items():
                 sums[name] = sums[name] + value if name in sums else value
             bad = ~torch.isfinite(total) & (first_bad_step < 0)
@@ -241,9 +253,23 @@ class Trainer:
                 where += f" on {flagged} of {self.distributed.world_size} ranks"
             raise NonFiniteLoss(f"non-finite loss at epoch {epoch}, {where}; stopped training")
         self.state.samples_seen += count
-        means = torch.stack(list(sums.values())) / steps
+        means = torch.stack([*(value.float() for value in sums.values()), first.float()]) / steps
         means = self.distributed.sum(means) / self.distributed.world_size
-        return dict(zip(sums, means.tolist(), strict=True))  # one transfer for every term
+        *values, first_mean = means.tolist()  # one transfer for every term
+        losses = dict(zip(sums, values, strict=True))
+        if self.state.first_loss is None:
+            self.state.first_loss = first_mean * steps
+        self._check_divergence(losses["loss"], epoch)
+        return losses
+
+    def _check_divergence(self, loss: float, epoch: int) -> None:
+        start = self.state.first_loss
+        if start is not None and abs(loss) > DIVERGENCE_FACTOR * max(abs(start), 1.0):
+            raise DivergedLoss(
+                f"the loss diverged: epoch {epoch}'s mean {loss:.3g} against {start:.3g} at the "
+                f"first step; the learning rate ({self.config.lr:g}) is probably too high. "
+                "Stopped training"
+            )
 
     def _epoch_generator(self) -> torch.Generator | None:
         """One process: None (the global RNG orders the samples, as it always has). Several:
