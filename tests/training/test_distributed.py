@@ -101,6 +101,7 @@ def test_a_two_rank_run_writes_one_run_and_evaluates_like_one_process(tmp_path):
     ]  # fmt: skip
     assert len(list(run.glob("events.out.tfevents.*"))) == 1  # rank 0 alone logs the curves
     results = json.loads((run / "results.json").read_text())
+    assert results["processes"] == 2
     log = (run / "train.log").read_text()
     # both ranks hit the injected fault; rank 0 alone says so, once
     assert log.count("out of memory at optimizer step 2: micro-batch 128 -> 64") == 1

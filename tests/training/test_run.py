@@ -233,4 +233,5 @@ def test_a_diverging_loss_stops_the_run_and_says_why(dataset, tmp_path):
         train(make_config(FAST, {"lr": 1e6, "epochs": 3}), tmp_path / "run", dataset=dataset)
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["stopped"] == "diverged" and results["history"] == []
+    assert results["processes"] == 1
     assert "diverged" in (tmp_path / "run" / "train.log").read_text()

@@ -355,6 +355,7 @@ def finish_run(
         "config": config.to_dict(),
         "versions": versions(),
         "device": device_name(trainer.runtime.device),
+        "processes": trainer.distributed.world_size,  # DDP processes that trained the run
         "history": state.history,
     }
     for hook in trainer.hooks:
