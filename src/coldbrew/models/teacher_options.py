@@ -1,0 +1,27 @@
+"""The options of the collaborative backbone that a cold-start model learns from (torch-free).
+
+A zoo model (DeepMusic, DropoutNet, Heater, GAR, ALDI, content KNN) declares its options as a
+dataclass that inherits ``TeacherOptions``, so ``--backbone`` and friends appear in its help and
+its run records them; ``coldbrew.training.backbone.collaborative_teacher`` reads only these
+fields, and caches the trained backbone per dataset, seed and these values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from coldbrew.options import option
+
+
+@dataclass
+class TeacherOptions:
+    backbone: str = option(
+        "bpr", "collaborative backbone trained on warm interactions", choices=("bpr", "als")
+    )
+    backbone_dim: int = option(64, "the backbone's embedding size", minimum=1)
+    backbone_epochs: int = option(30, "the backbone's training epochs", minimum=1)
+    backbone_reg: float = option(0.01, "the backbone's L2 regularisation", minimum=0)
+
+    def teacher_key(self) -> dict:
+        """The values that identify a trained backbone (its cache key, beside dataset and seed)."""
+        return {f.name: getattr(self, f.name) for f in fields(TeacherOptions)}
