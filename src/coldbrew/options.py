@@ -94,9 +94,9 @@ def _parse_list(value: Any, inner: type, from_text: bool) -> list:
         items = list(value)
     else:
         raise ValueError(value)
-    if inner is int:
+    if inner in (int, float):
         return [
-            _parse_number(item, int, from_text=isinstance(value, str) or from_text)
+            _parse_number(item, inner, from_text=isinstance(value, str) or from_text)
             for item in items
         ]
     if not all(isinstance(item, str) for item in items):

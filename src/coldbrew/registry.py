@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.blend_config import BlendOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
@@ -30,20 +31,35 @@ class ModelSpec:
     run_defaults: dict[str, Any] = field(default_factory=dict)
     # options added after runs were saved without them: the value such a run was trained with
     absent_options: dict[str, Any] = field(default_factory=dict)
-    # learns from a collaborative backbone: its builder takes (dataset, config, teacher), where
+    # built from something trained before it: its builder takes (dataset, config, teacher), where
     # teacher is a ``coldbrew.models.base.Teacher``, or None when a saved run is rebuilt (its
-    # checkpoint then fills the teacher's buffers)
-    teacher: bool = False
+    # checkpoint then fills the teacher's buffers). True: the collaborative backbone
+    # (``TEACHERS[True]``); a "module:function" string: another provider (a blend's runs)
+    teacher: bool | str = False
     # False: nothing to train (content KNN); a run evaluates the built model as it is
     trains: bool = True
 
     def build(self, dataset: Any, config: Any, teacher: Any = None) -> Any:
-        module, _, function = self.builder.partition(":")
-        builder = getattr(importlib.import_module(module), function)
+        builder = _load(self.builder)
         if self.teacher:
             return builder(dataset, config, teacher)
         return builder(dataset, config)
 
+    def build_teacher(self, dataset: Any, config: Any, *, progress: bool) -> Any:
+        """What the model is built from (None for a model that needs nothing)."""
+        if not self.teacher:
+            return None
+        provider = _load(COLLABORATIVE if self.teacher is True else self.teacher)
+        return provider(dataset, config.model_options, config.seed, progress=progress)
+
+
+def _load(name: str) -> Any:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+# the collaborative backbone, trained once per dataset, seed and options
+COLLABORATIVE = "coldbrew.training.backbone:collaborative_teacher"
 
 MODELS: dict[str, ModelSpec] = {
     "clcrec": ModelSpec(
@@ -71,6 +87,15 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.lstm:build",
         "forecasting",
         "LSTM forecaster of daily interaction counts (coldbrew forecast)",
+    ),
+    "blend": ModelSpec(
+        "blend",
+        BlendOptions,
+        "coldbrew.models.blend:build",
+        "recommendation",
+        "a blend of trained runs' per-user standardised scores (coldbrew blend)",
+        teacher="coldbrew.training.blend:blend_vectors",
+        trains=False,
     ),
 }
 

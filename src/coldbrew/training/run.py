@@ -113,13 +113,7 @@ def build_trainer(
     distributed.start(runtime.device)
     spec = model_spec(config.model)
     task = build_task(spec.task, dataset, config, runtime.device, fixed_shapes=fixed_shapes)
-    teacher = None
-    if spec.teacher:  # a collaborative backbone, trained once per dataset, seed and options
-        from coldbrew.training.backbone import collaborative_teacher
-
-        teacher = collaborative_teacher(
-            dataset, config.model_options, config.seed, progress=not config.quiet
-        )
+    teacher = spec.build_teacher(dataset, config, progress=not config.quiet)
     model = build_model(config.model, dataset, config, teacher, fixed_shapes=fixed_shapes)
     return Trainer(model, task, config, runtime, trains=spec.trains, **options)
 

@@ -1,0 +1,20 @@
+"""A blend's options, torch-free so the CLI can list them without importing torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coldbrew.options import option
+
+
+@dataclass
+class BlendOptions:
+    """Runs whose per-user standardised scores are summed with ``weights`` (``coldbrew blend``
+    chooses them on val cold Recall@20; ``coldbrew train --model blend`` takes them as given)."""
+
+    runs: list[str] = option([], "the runs blended (single-seed run directories), in order")
+    weights: list[float] = option([], "each run's weight, in the order of --runs", minimum=0)
+
+    def negative_sampling(self) -> tuple[int, bool]:
+        """A blend trains nothing; the task still asks how a sample would be drawn."""
+        return 1, False

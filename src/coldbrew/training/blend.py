@@ -1,0 +1,53 @@
+"""What a blend is built from: its runs' user and item vectors, standardised and weighted.
+
+The registry names ``blend_vectors`` as the blend's provider (``ModelSpec.teacher``): the run
+calls it before the model is built, as it trains a collaborative backbone for the zoo models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import Recommender, Teacher
+
+MAX_RUNS = 6
+
+
+def run_vectors(run_dir: Path | str, dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """A run's ``(user vectors, item vectors)`` from its best checkpoint, on the CPU; the run must
+    score by their inner product and rank ``dataset``'s users and items."""
+    from coldbrew.training.run_evaluation import load_best_model
+
+    _, data, model, _ = load_best_model(run_dir, device="cpu")
+    if not isinstance(model, Recommender) or type(model).score_users is not Recommender.score_users:
+        raise ColdbrewError(f"{run_dir}: a blend needs recommenders that score by inner product")
+    if (data.num_users, data.num_items) != (dataset.num_users, dataset.num_items) or not (
+        np.array_equal(data.cold_items, dataset.cold_items)
+    ):
+        raise ColdbrewError(
+            f"{run_dir} was trained on other data than the blend's ({dataset.name})"
+        )
+    with torch.no_grad():
+        return model.user_embeddings().float().cpu(), model.item_embeddings().float().cpu()
+
+
+def check_runs(runs: list[str], weights: list[float]) -> None:
+    if not 2 <= len(runs) <= MAX_RUNS:
+        raise ColdbrewError(f"a blend takes 2 to {MAX_RUNS} runs, not {len(runs)}")
+    if len(weights) != len(runs):
+        raise ColdbrewError(f"a blend of {len(runs)} runs needs {len(runs)} weights, not {weights}")
+    if not any(weights):
+        raise ColdbrewError("a blend's weights are all zero")
+
+
+def blend_vectors(dataset, options, seed: int, *, progress: bool = False) -> Teacher:
+    """The blend's matrices for ``options.runs`` and ``options.weights`` (``BlendOptions``)."""
+    from coldbrew.models.blend import blended
+
+    check_runs(options.runs, options.weights)
+    components = [run_vectors(run, dataset) for run in options.runs]
+    return blended(components, options.weights)
