@@ -28,7 +28,7 @@ from coldbrew.errors import ColdbrewError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coldbrew.cli import bench, diagnostics, forecast, recommend, research, runs
+    from coldbrew.cli import bench, diagnostics, forecast, leaderboard, recommend, research, runs
 
     parser = argparse.ArgumentParser(
         prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     runs.add_parsers(commands)
     research.add_parsers(commands)
+    leaderboard.add_parser(commands)
+    leaderboard.add_blend_parser(commands)
     forecast.add_parser(commands)
     recommend.add_parser(commands)
     bench.add_parser(commands)
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def handler(command: str):
-    from coldbrew.cli import bench, diagnostics, forecast, recommend, research, runs
+    from coldbrew.cli import bench, diagnostics, forecast, leaderboard, recommend, research, runs
 
     handlers = {
         "train": runs.run_train,
@@ -52,6 +54,8 @@ def handler(command: str):
         "data": runs.run_data,
         "search": research.run_search,
         "compare": research.run_compare,
+        "leaderboard": leaderboard.run,
+        "blend": leaderboard.run_blend,
         "forecast": forecast.run,
         "recommend": recommend.run,
         "bench": bench.run,

@@ -49,9 +49,11 @@ def _add(group, spec: dataclasses.Field, default, aliases, shown: bool = True) -
     group.add_argument(*_flags(spec.name, aliases), **options)
 
 
-def add_config_options(parser: argparse.ArgumentParser) -> None:
+def add_config_options(parser: argparse.ArgumentParser, *, model_options: bool = True) -> None:
     """``--batch-size`` (and ``--batch_size``) for every run option, ``--dim`` ... for every
-    model's options, the original CLCRec names, and its flags that have no meaning here."""
+    model's options (unless ``model_options`` is False: commands that train several models
+    take run options alone), the original CLCRec names, and its flags that have no meaning
+    here."""
     from coldbrew.registry import MODELS
 
     aliases: dict[str, list[str]] = {}
@@ -73,7 +75,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         _add(run, spec, "; ".join([str(default), *per_model]), aliases)
     seen: set[str] = set(FIELDS)
     # the named model's options first, so its defaults are the ones shown
-    order = sorted(MODELS, key=lambda name: name != focus)
+    order = sorted(MODELS, key=lambda name: name != focus) if model_options else []
     for model in order:
         model_spec = MODELS[model]
         shown = focus in (None, model)

@@ -1,0 +1,122 @@
+"""``coldbrew leaderboard`` and ``coldbrew blend``: parse, delegate to ``coldbrew.research``
+(``leaderboard``, ``blend``), print the table. Nothing here imports torch."""
+
+from __future__ import annotations
+
+import argparse
+
+from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.errors import ColdbrewError
+
+LEADERBOARD_EXAMPLES = """Examples:
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text \\
+      --models clcrec,knn,deepmusic --seeds 1,2,3 --out runs/board
+  coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
+      --epochs 20 --out runs/board-100k --markdown
+Running the same command again trains only what is missing and prints the table."""
+
+BLEND_EXAMPLES = """Examples:
+  coldbrew blend --runs runs/clcrec,runs/knn --out runs/blend
+  coldbrew blend --runs runs/board/clcrec/seed-1,runs/board/gar/seed-1 --cold-candidates split \
+      --out runs/blend-split
+  coldbrew blend --runs runs/a,runs/b --weights 0.7,0.3 --out runs/blend-fixed
+Then: coldbrew evaluate runs/blend; coldbrew recommend runs/blend --user 1; coldbrew compare."""
+
+
+def add_parser(commands) -> None:
+    board = commands.add_parser(
+        "leaderboard",
+        help="train several models over seeds; one table on both cold-candidate conventions",
+        description="Train every model once per seed (OUT/MODEL/seed-N), score each on both "
+        "conventions of the cold group (all: every cold item; split: the split's own cold "
+        "items), and print mean ± std over seeds.\n\n" + LEADERBOARD_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    board.add_argument("--models", required=True, metavar="LIST", help="e.g. clcrec,knn,gar")
+    board.add_argument("--seeds", default="1,2,3", metavar="LIST", help="default: 1,2,3")
+    board.add_argument("--out", required=True, metavar="DIR", help="leaderboard directory")
+    board.add_argument(
+        "--blend",
+        metavar="A+B,...",
+        help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn",
+    )
+    board.add_argument("--config", help="YAML preset every model starts from; flags override it")
+    board.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    board.add_argument("--no-plot", dest="plot", action="store_false", help="no leaderboard.png")
+    add_config_options(board, model_options=False)
+
+
+def add_blend_parser(commands) -> None:
+    blend = commands.add_parser(
+        "blend",
+        help="combine trained runs' per-user standardised scores; weights chosen on val",
+        description="Blend single-seed runs of the same data: each run's scores standardised "
+        "per user, summed with the weights (a grid over the simplex) that give the best val cold "
+        "Recall@20. The blend is a run of its own in --out.\n\n" + BLEND_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    blend.add_argument("--runs", required=True, metavar="LIST", help="run directories, 2 to 6")
+    blend.add_argument("--out", required=True, metavar="DIR", help="the blend's run directory")
+    blend.add_argument("--weights", metavar="LIST", help="fixed weights instead of the search")
+    blend.add_argument(
+        "--cold-candidates",
+        choices=("all", "split"),
+        help="the cold items a split's users rank (default: the first run's)",
+    )
+    blend.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
+    blend.add_argument("--quiet", action="store_true", help="print the result only")
+
+
+def run_blend(args: argparse.Namespace) -> int:
+    from coldbrew.research.blend import blend
+
+    runs = [part.strip() for part in args.runs.split(",") if part.strip()]
+    weights = None
+    if args.weights:
+        try:
+            weights = [float(part) for part in args.weights.split(",")]
+        except ValueError:
+            raise ColdbrewError(
+                f"--weights must be numbers like 0.7,0.3, not {args.weights!r}"
+            ) from None
+    overrides = {"device": args.device, "quiet": args.quiet}
+    if args.cold_candidates:
+        overrides["cold_candidates"] = args.cold_candidates
+    log = (lambda _: None) if args.quiet else print
+    results = blend(runs, args.out, weights=weights, overrides=overrides, log=log)
+    cold = results["metrics"].get("val", {}).get("cold", {})
+    print(f"blend in {args.out}: val cold recall@20 {cold.get('recall@20', float('nan')):.4f}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from coldbrew.config import Flags, load_yaml
+    from coldbrew.research.leaderboard import leaderboard, parse_blends, parse_models
+    from coldbrew.research.seeds import parse_seeds
+
+    flags = config_flags(args)
+    for refused in ("model", "seed"):
+        if refused in flags:
+            raise ColdbrewError(f"give --{refused}s LIST to the leaderboard, not --{refused}")
+    models, seeds = parse_models(args.models), parse_seeds(args.seeds)
+    blends = parse_blends(args.blend, models)
+    base_layers = (load_yaml(args.config) if args.config else {}, Flags(flags))
+    quiet = bool(flags.get("quiet"))
+    board = leaderboard(
+        base_layers,
+        models,
+        seeds,
+        args.out,
+        blends=blends,
+        plot=args.plot,
+        log=(lambda _: None) if quiet else print,
+    )
+    if args.markdown:
+        from pathlib import Path
+
+        from coldbrew.research.leaderboard import LEADERBOARD_MD
+
+        print((Path(args.out) / LEADERBOARD_MD).read_text(), end="")
+    else:
+        print(board["table"])
+    return 0

@@ -1,0 +1,94 @@
+"""``coldbrew blend``: runs combined by their per-user standardised scores, with the weights that
+give the best val cold Recall@20, saved as a run of its own (model ``blend``).
+
+The weights are searched on a grid over the simplex (steps of 1/10 for up to three runs, 1/5
+beyond), scored by the one evaluator on val, cold group, under the blend's cold-candidate
+convention; ties keep the first in grid order. The blend run then goes through the one way in
+(``coldbrew.training.run.train``: a model with nothing to train is evaluated once), so
+``evaluate``, ``recommend`` and ``compare`` take it as any run. It inherits the first run's
+data and run settings; every run must rank the same users and items.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from coldbrew.errors import ColdbrewError
+
+SELECTION_METRIC = "recall@20"
+
+
+def weight_grid(count: int) -> list[tuple[float, ...]]:
+    """Every weight vector of ``count`` non-negative multiples of 1/steps summing to 1."""
+    steps = 10 if count <= 3 else 5
+    grid = []
+    for parts in itertools.product(range(steps + 1), repeat=count):
+        if sum(parts) == steps:
+            grid.append(tuple(part / steps for part in parts))
+    return grid
+
+
+def choose_weights(
+    dataset, components: Sequence, cold_candidates: str, *, log: Callable[[str], None]
+) -> tuple[list[float], float]:
+    """``(weights, val cold recall@20)`` of the best grid point."""
+    from coldbrew.evaluation import evaluate_embeddings
+    from coldbrew.models.blend import blended
+
+    best, best_score = None, -1.0
+    for weights in weight_grid(len(components)):
+        vectors = blended(list(components), list(weights))
+        metrics = evaluate_embeddings(
+            dataset, vectors.users, vectors.items, "val", ks=(20,), cold_candidates=cold_candidates
+        )
+        if "cold" not in metrics:
+            raise ColdbrewError(
+                f"{dataset.name} has no cold val users: nothing to choose weights on"
+            )
+        score = metrics["cold"][SELECTION_METRIC]
+        if score > best_score:
+            best, best_score = list(weights), score
+    log(f"weights {best}: val cold {SELECTION_METRIC} {best_score:.4f}")
+    return best, best_score
+
+
+def blend_config(runs: Sequence[Path], weights: Sequence[float], overrides: dict):
+    """The blend's settings: the first run's run settings, model ``blend`` and its options."""
+    from coldbrew.config import TrainConfig, load_saved_config, make_config
+    from coldbrew.training.run import CONFIG
+
+    saved = load_saved_config(Path(runs[0]) / CONFIG)
+    run_options = {key: value for key, value in saved.items() if key in TrainConfig.__annotations__}
+    run_options.pop("model_options", None)
+    options = {"runs": [str(Path(run).resolve()) for run in runs], "weights": list(weights)}
+    return make_config(run_options, {"model": "blend", "blend": options}, overrides)
+
+
+def blend(
+    runs: Sequence[Path | str],
+    out: Path | str,
+    *,
+    weights: Sequence[float] | None = None,
+    overrides: dict | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Choose the weights (unless given), train the blend run in ``out``; its results."""
+    from coldbrew.training.blend import check_runs, run_vectors
+    from coldbrew.training.run import load_run_dataset, train
+    from coldbrew.training.run_dir import check_out_dir
+
+    runs, out = [Path(run) for run in runs], Path(out)
+    for run in runs:
+        if not run.is_dir():
+            raise ColdbrewError(f"--runs: {run} is not a run directory")
+    check_runs([str(run) for run in runs], list(weights) if weights else [1.0] * len(runs))
+    check_out_dir(out)
+    config = blend_config(runs, weights or [1.0] * len(runs), overrides or {})
+    dataset = load_run_dataset(config)
+    if weights is None:
+        components = [run_vectors(run, dataset) for run in runs]
+        chosen, _ = choose_weights(dataset, components, config.cold_candidates, log=log)
+        config = blend_config(runs, chosen, overrides or {})
+    return train(config, out, dataset=dataset)

@@ -1,0 +1,263 @@
+"""``coldbrew leaderboard``: several models, several seeds, one dataset; one table on both ranking
+conventions of the cold group.
+
+Each model is a multi-seed run ``OUT/MODEL`` (``coldbrew.research.seeds.train_seeds``: every
+seed through the one way in) with the run options given (data, features, text encoder, epochs
+...) and the model's own defaults. Every seed's best checkpoint is then scored under both
+conventions (``--cold-candidates``: ``all``, a split's users ranked over every cold item, as
+CLCRec; ``split``, over that split's own cold items, as DropoutNet, Heater and ColdRec), into
+``OUT/MODEL/seed-N/evaluation-<convention>.json``.
+
+The table: per model, mean ± std over seeds of each metric for every split, group and
+convention the data has, and the seconds a seed's run took. Resumable: a model whose seeds all
+finished is not trained again (its settings must be the ones given now), and an evaluation
+already written is read back. Writes ``leaderboard.json``, ``leaderboard.md`` and, with
+matplotlib, ``leaderboard.png`` (validation cold Recall@20 per model and convention, with the
+seeds' standard deviation as error bars).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from coldbrew.config import TrainConfig, make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.research.summary import format_mean_std, mean_std
+
+CONVENTIONS = ("all", "split")
+METRICS = ("recall@20", "ndcg@20")
+LEADERBOARD_JSON, LEADERBOARD_MD, LEADERBOARD_PNG = (
+    "leaderboard.json",
+    "leaderboard.md",
+    "leaderboard.png",
+)
+
+
+def parse_models(text: str) -> list[str]:
+    """``"clcrec,knn"`` -> registered names, each once."""
+    from coldbrew.registry import MODELS, resolve_model_name
+
+    names = [resolve_model_name(part.strip()) for part in str(text).split(",") if part.strip()]
+    if not names:
+        raise ColdbrewError(
+            f"--models needs at least one model, e.g. clcrec,knn ({', '.join(MODELS)})"
+        )
+    if len(set(names)) != len(names):
+        raise ColdbrewError(f"--models names a model twice: {text!r}")
+    wrong = [name for name in names if MODELS[name].task != "recommendation"]
+    if wrong:
+        raise ColdbrewError(f"the leaderboard ranks recommenders; {', '.join(wrong)} is not one")
+    return names
+
+
+def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
+    """A model's run from an earlier leaderboard call must have been trained as asked now."""
+    from coldbrew.config import load_saved_config
+    from coldbrew.research.search import STUDY_BUDGET
+    from coldbrew.training.run import CONFIG, RESUMABLE_OVERRIDES, flat_settings
+
+    saved = flat_settings(make_config(load_saved_config(run_dir / CONFIG)))
+    wanted = flat_settings(config)
+    free = (RESUMABLE_OVERRIDES - set(STUDY_BUDGET)) | {"seed"}
+    changed = sorted(key for key in wanted if key not in free and saved.get(key) != wanted[key])
+    if changed:
+        raise ColdbrewError(
+            f"{run_dir} was trained with other settings ({', '.join(changed)}); give the same "
+            "options, or another --out"
+        )
+
+
+def train_models(
+    base_layers: Sequence[dict],
+    models: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+    *,
+    log: Callable[[str], None],
+) -> dict[str, dict]:
+    """``{model: its multi-seed results}``, training what is not finished yet."""
+    from coldbrew.research.search import DataCache
+    from coldbrew.research.seeds import is_multi_seed_run, train_seeds
+
+    cache, results = DataCache(), {}
+    for model in models:
+        config = make_config(*base_layers, {"model": model})
+        run_dir = out / model
+        resume = is_multi_seed_run(run_dir)
+        if resume:
+            check_same_settings(run_dir, config)
+        log(f"{model}: {'continuing' if resume else 'training'} seeds {seeds} in {run_dir}")
+        options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
+        results[model] = train_seeds(config, run_dir, seeds, resume=resume, **options)
+    return results
+
+
+def parse_blends(text: str | None, models: Sequence[str]) -> list[list[str]]:
+    """``"clcrec+knn,clcrec+gar"`` -> ``[["clcrec", "knn"], ["clcrec", "gar"]]``, every part one
+    of ``models``."""
+    from coldbrew.registry import resolve_model_name
+
+    blends = []
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        names = [resolve_model_name(name.strip()) for name in part.split("+")]
+        missing = [name for name in names if name not in models]
+        if len(names) < 2 or missing or len(set(names)) != len(names):
+            raise ColdbrewError(
+                f"--blend {part.strip()!r}: give two or more of --models joined by +, "
+                f"e.g. {'+'.join(models[:2])}"
+            )
+        blends.append(names)
+    return blends
+
+
+def blend_models(
+    blends: Sequence[Sequence[str]], seeds: Sequence[int], out: Path, *, log
+) -> dict[str, dict]:
+    """``{"blend-a+b": {"seeds", "per_seed"}}``: per seed, the models' seed runs blended with
+    weights chosen on val (``coldbrew.research.blend``); a finished blend is read back."""
+    from coldbrew.research.blend import blend
+
+    results = {}
+    for names in blends:
+        name = "blend-" + "+".join(names)
+        per_seed = {}
+        for seed in seeds:
+            seed_out = out / name / f"seed-{seed}"
+            if (seed_out / "results.json").exists():
+                per_seed[seed] = json.loads((seed_out / "results.json").read_text())
+                continue
+            runs = [out / model / f"seed-{seed}" for model in names]
+            log(f"{name}: seed {seed}")
+            per_seed[seed] = blend(runs, seed_out, overrides={"quiet": True}, log=log)
+        results[name] = {"seeds": list(seeds), "per_seed": per_seed}
+    return results
+
+
+def convention_metrics(seed_run: Path, convention: str) -> dict:
+    """A seed's best checkpoint scored under ``convention`` (read back when already written)."""
+    from coldbrew.training.run_evaluation import evaluate_run
+
+    path = seed_run / f"evaluation-{convention}.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("cold_candidates") == convention:
+            return saved["metrics"]
+    return evaluate_run(seed_run, cold_candidates=convention, output=path.name)["metrics"]
+
+
+def model_row(model: str, results: dict, out: Path, conventions: Sequence[str]) -> dict:
+    """``{"model", "seeds", "wall_seconds", "metrics": {convention: {split: {group: {metric:
+    mean_std}}}}}`` of one model's seeds."""
+    seeds = results["seeds"]
+    per_seed = {
+        convention: [convention_metrics(out / model / f"seed-{seed}", convention) for seed in seeds]
+        for convention in conventions
+    }
+    metrics: dict = {}
+    for convention, runs in per_seed.items():
+        for split in runs[0]:
+            for group in runs[0][split]:
+                for name in METRICS:
+                    values = [run.get(split, {}).get(group, {}).get(name) for run in runs]
+                    cell = metrics.setdefault(convention, {}).setdefault(split, {})
+                    cell.setdefault(group, {})[name] = mean_std(values)
+    wall = [entry["timing"]["wall_seconds"] for entry in results["per_seed"].values()]
+    return {"model": model, "seeds": seeds, "wall_seconds": mean_std(wall), "metrics": metrics}
+
+
+def leaderboard(
+    base_layers: Sequence[dict],
+    models: Sequence[str],
+    seeds: Sequence[int],
+    out: Path | str,
+    *,
+    conventions: Sequence[str] = CONVENTIONS,
+    blends: Sequence[Sequence[str]] = (),
+    plot: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train and score every model × seed (and each blend of them: its weights chosen on val
+    under the run options' cold-candidate convention); write and return the board."""
+    from coldbrew.training.checkpoint import RunLock
+    from coldbrew.training.run import write_json, write_text
+    from coldbrew.training.run_dir import check_out_dir
+
+    out = Path(out)
+    check_out_dir(out)
+    make_config(*base_layers)  # every option is checked before anything is trained
+    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        trained = train_models(base_layers, models, seeds, out, log=log)
+        trained |= blend_models(blends, seeds, out, log=log)
+        rows = [model_row(model, trained[model], out, conventions) for model in trained]
+        header, cells = table_cells(rows)
+        board = {"seeds": list(seeds), "conventions": list(conventions), "rows": rows}
+        write_json(board, out / LEADERBOARD_JSON)
+        write_text(format_board(header, cells, markdown=True) + "\n", out / LEADERBOARD_MD)
+        if plot:
+            plot_board(rows, out / LEADERBOARD_PNG, log=log)
+    board["table"] = format_board(header, cells)
+    return board
+
+
+def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+    """Column names ``convention split/group metric`` for every measured combination, and the
+    rows' ``mean ± std`` text."""
+    keys = []
+    for row in rows:
+        for convention, splits in row["metrics"].items():
+            for split, groups in splits.items():
+                for group, names in groups.items():
+                    keys += [(convention, split, group, name) for name in names]
+    keys = list(dict.fromkeys(keys))
+    header = ["model"] + [f"{c} {s}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
+    cells = []
+    for row in rows:
+        values = [row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m) for c, s, g, m in keys]
+        text = [format_mean_std(value) for value in values]
+        seconds = row["wall_seconds"]
+        cells.append([row["model"], *text, format_mean_std(seconds, digits=0)])
+    return header, cells
+
+
+def format_board(header: list[str], cells: list[list[str]], *, markdown: bool = False) -> str:
+    from coldbrew.research.compare import format_table
+
+    return format_table(header, cells, markdown=markdown)
+
+
+def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) -> Path | None:
+    """Bars of val cold Recall@20 (else the first group measured) per model and convention,
+    with the seeds' standard deviation as error bars."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        log("note: matplotlib is not installed: no leaderboard.png (pip install 'coldbrew[plot]')")
+        return None
+    conventions = list(dict.fromkeys(c for row in rows for c in row["metrics"]))
+    figure = Figure(figsize=(max(5, 1.2 * len(rows) + 2), 4), layout="constrained")
+    axis = figure.subplots()
+    width = 0.8 / max(len(conventions), 1)
+    for index, convention in enumerate(conventions):
+        means, errors = [], []
+        for row in rows:
+            val = row["metrics"].get(convention, {}).get("val", {})
+            group = "cold" if "cold" in val else next(iter(val), None)
+            value = val.get(group, {}).get("recall@20") or {}
+            means.append(value.get("mean") or 0.0)
+            errors.append(value.get("std") or 0.0)
+        positions = [position + index * width for position in range(len(rows))]
+        axis.bar(positions, means, width, yerr=errors, capsize=3, label=f"{convention} candidates")
+    axis.set_xticks(
+        [position + width * (len(conventions) - 1) / 2 for position in range(len(rows))]
+    )
+    axis.set_xticklabels([row["model"] for row in rows])
+    axis.set_ylabel("val cold Recall@20 (mean ± std over seeds)")
+    axis.legend(fontsize=8)
+    figure.savefig(path, dpi=100)
+    return path
