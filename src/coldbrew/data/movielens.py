@@ -24,7 +24,6 @@ holds one sentence per user from its age, gender, occupation and zip code.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -51,7 +50,6 @@ ML100K_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
 # Published digests of ml-100k.zip (GroupLens lists the MD5 0e33842e24a9c977be4e0107933c0723).
 ML100K_SHA256 = "50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229"
 DOWNLOAD_TIMEOUT_S = 60
-DOWNLOAD_LIMIT_BYTES = 64 * 1024 * 1024
 GENRES = (
     "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
     "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi",
@@ -318,10 +316,10 @@ def download_ml100k(target: Path) -> Path:
     """Download, verify (SHA-256) and unpack ml-100k into ``target``, once; returns ``target``.
 
     The archive is kept beside ``target`` (``ml-100k.zip``) so a broken unpack never downloads
-    twice; it is only written, by a rename, once its digest matches. Unpacking goes to a
-    temporary folder renamed into place, so ``target`` is complete or absent. Every failure
-    (offline, a cut or wrong download, a cache that cannot be written) is one ``DataError`` and
-    leaves no partial file behind.
+    twice; pooch writes it, by a rename, only once its digest matches (and fetches it again when
+    a kept one does not). Unpacking goes to a temporary folder renamed into place, so ``target``
+    is complete or absent. Every failure (offline, a cut or wrong download, a cache that cannot
+    be written) is one ``DataError`` and leaves no partial file behind.
     """
     target = Path(target)
     if detect(target):
@@ -329,8 +327,7 @@ def download_ml100k(target: Path) -> Path:
     archive = target.parent / "ml-100k.zip"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
-            _download(ML100K_URL, archive)
+        _download(ML100K_URL, archive)
         _unpack(archive, target)
     except OSError as error:  # the network's errors are DataErrors already: this is the disk
         raise DataError(
@@ -355,39 +352,39 @@ def _unpack(archive: Path, target: Path) -> None:
 
 
 def _download(url: str, archive: Path) -> None:
-    """Fetch ``url`` to a temporary file beside ``archive``; renamed to it only when verified."""
-    handle, temporary = tempfile.mkstemp(dir=archive.parent, prefix=".ml-100k-", suffix=".zip")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(_fetch(url))
-        digest = _sha256(Path(temporary))
-        if digest != ML100K_SHA256:
-            raise DataError(
-                f"{url}: SHA-256 {digest} does not match the published {ML100K_SHA256}; not using it"
-            )
-        os.replace(temporary, archive)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    """``archive`` from ``url`` through pooch (a temporary file, renamed once its SHA-256 is the
+    published one); a network failure or a wrong digest is a ``DataError``."""
+    import pooch
+    import requests
 
+    http = pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT_S, progressbar=False)
+    digests: list[str] = []
 
-def _fetch(url: str) -> bytes:
-    """The body at ``url`` (at most ``DOWNLOAD_LIMIT_BYTES``); any network failure a DataError."""
-    import http.client
-    import urllib.request
+    def download(source: str, output: str, instance) -> None:
+        http(source, output, instance)
+        digests.append(pooch.file_hash(output))  # for the message when it is not the published
 
     try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
-    except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, a cut transfer
+        pooch.retrieve(
+            url,
+            known_hash=f"sha256:{ML100K_SHA256}",
+            fname=archive.name,
+            path=archive.parent,
+            downloader=download,
+        )
+    except requests.RequestException as error:  # refused, timed out, HTTP error, a cut transfer
         detail = str(error) or type(error).__name__
         raise DataError(
             f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: "
             f"{detail}; set COLDBREW_DATA to a folder that holds ml-100k/"
         ) from error
-    if len(payload) > DOWNLOAD_LIMIT_BYTES:
-        raise DataError(f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive")
-    return payload
+    except ValueError as error:  # pooch: the downloaded file's digest is not the known one
+        if not digests:
+            raise
+        raise DataError(
+            f"{url}: SHA-256 {digests[-1]} does not match the published {ML100K_SHA256}; "
+            "not using it"
+        ) from error
 
 
 def _extract(archive: Path, destination: Path) -> None:
@@ -402,11 +399,3 @@ def _extract(archive: Path, destination: Path) -> None:
         raise DataError(
             f"{archive}: not a valid zip archive ({error}); removed, try again"
         ) from error
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
