@@ -75,7 +75,7 @@ def test_a_failing_measurement_becomes_a_note():
     assert notes == ["matmul failed: ZeroDivisionError: division by zero"]
 
 
-def test_host_memory_reads_meminfo():
+def test_host_memory_is_total_and_available_ram():
     memory = host_memory()
     assert memory["total_bytes"] >= memory["available_bytes"] > 0
 
