@@ -97,7 +97,7 @@ def test_a_two_rank_run_writes_one_run_and_evaluates_like_one_process(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     names = sorted(p.name for p in run.iterdir() if not p.name.startswith("events.out.tfevents."))
     assert names == [
-        ".lock", "best.pt", "config.yaml", "curves.png", "last.pt", "results.json", "train.log"
+        "best.pt", "config.yaml", "curves.png", "last.pt", "results.json", "train.log"
     ]  # fmt: skip
     assert len(list(run.glob("events.out.tfevents.*"))) == 1  # rank 0 alone logs the curves
     results = json.loads((run / "results.json").read_text())

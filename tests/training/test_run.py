@@ -57,10 +57,13 @@ def test_resume_of_a_run_stopped_in_its_first_epoch_starts_it_again(dataset, tmp
 
     with pytest.raises(KeyboardInterrupt):
         train(make_config(FAST), tmp_path / "run", dataset=dataset, on_epoch_end=crash)
+    assert not (tmp_path / "run" / ".lock").exists()  # released and removed on the way out
     (tmp_path / "run" / LAST).unlink()  # as if killed before the first checkpoint
     (tmp_path / "run" / "best.pt").unlink()
+    (tmp_path / "run" / ".lock").write_text("process 1")  # left by a process killed with -9
     results = train(make_config(FAST), tmp_path / "run", dataset=dataset, resume=True)
     assert results["epochs_run"] == 1
+    assert not (tmp_path / "run" / ".lock").exists()
     assert (
         "no checkpoint yet: starting it again from epoch 1"
         in (tmp_path / "run" / "train.log").read_text()
@@ -74,6 +77,37 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
                 pass
     with RunLock(tmp_path):  # released: usable again
         pass
+
+
+def hold_the_lock_in_turns(run_dir: str, rounds: int) -> int:
+    """Take the lock ``rounds`` times; inside, claim ``inside`` exclusively (O_EXCL): a second
+    holder at the same moment would fail to create it. Returns how often the lock was busy."""
+    import os
+    from pathlib import Path
+
+    busy, done = 0, 0
+    while done < rounds:
+        try:
+            with RunLock(Path(run_dir)):
+                marker = os.open(os.path.join(run_dir, "inside"), os.O_CREAT | os.O_EXCL)
+                os.close(marker)
+                os.unlink(os.path.join(run_dir, "inside"))
+                done += 1
+        except ColdbrewError:
+            busy += 1
+    return busy
+
+
+def test_removing_the_lock_file_keeps_the_lock_exclusive(tmp_path):
+    # three processes take and release (and so remove) the lock in a tight loop: a process that
+    # locked a file its holder then removed must not hold it beside one that made a new file
+    # (removing the file after releasing it, not before, fails here: FileExistsError on inside)
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        busy = pool.starmap(hold_the_lock_in_turns, [(str(tmp_path), 300)] * 3)
+    assert sum(busy) > 0  # they did contend
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
 def test_atomic_writes_use_unique_temporaries(tmp_path, monkeypatch):

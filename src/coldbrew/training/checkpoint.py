@@ -65,31 +65,44 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
 
 
 class RunLock:
-    """An exclusive ``flock`` on RUN_DIR/.lock for as long as a process trains in RUN_DIR."""
+    """An exclusive lock on RUN_DIR/.lock (``filelock``, an ``flock`` on Unix) for as long as a
+    process trains in RUN_DIR; a second process is refused at once, naming the holder.
+
+    The file holds the holder's process id and is removed on the way out, while still locked:
+    filelock notices a lock file that was unlinked under it and does not count that lock as
+    taken. A process killed with SIGKILL leaves the file behind; the next lock reuses it.
+    """
 
     def __init__(self, run_dir: Path):
+        from filelock import FileLock
+
         self.path = run_dir / LOCK
-        self.handle = None
+        self.lock = FileLock(self.path, blocking=False, on_acquired=_write_owner)
 
     def __enter__(self) -> RunLock:
-        import fcntl
+        from filelock import Timeout
 
-        self.handle = open(self.path, "a+")  # noqa: SIM115 - closed in __exit__
         try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.seek(0)
-            owner = self.handle.read().strip() or "another process"
-            self.handle.close()
+            self.lock.acquire()
+        except Timeout:
             raise ColdbrewError(
-                f"{self.path.parent} is in use by {owner}; wait for it to finish"
+                f"{self.path.parent} is in use by {self._owner()}; wait for it to finish"
             ) from None
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"process {os.getpid()}")
-        self.handle.flush()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.handle is not None:
-            self.handle.close()  # closing releases the lock
+        if self.lock.is_locked:
+            self.path.unlink(missing_ok=True)
+            self.lock.release()
+
+    def _owner(self) -> str:
+        try:
+            return self.path.read_text().strip() or "another process"
+        except OSError:  # released and removed in the meantime
+            return "another process"
+
+
+def _write_owner(descriptor: int) -> None:
+    """filelock's ``on_acquired``: the lock file says who holds it."""
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"process {os.getpid()}".encode(), 0)
