@@ -163,6 +163,8 @@ def test_malformed_u_user_is_a_data_error(tmp_path):
         ({"ratings": "1\t1\t5\t1\n1\t99\t5\t1\n"}, r"u.data: item 99 is not in u.item"),
         ({"ratings": "1\t1\t5\t1\n1\tx\t5\t1\n"}, r"u.data, line 2: expected 4 integers"),
         ({"ratings": "1\t1\t5\n"}, r"u.data, line 1: expected 4 integers"),
+        ({"ratings": "1\t1\t5\t1\t9\n1\t2\t5\t1\n"}, r"u.data, line 1: expected 4 integers"),
+        ({"ratings": "1\t1\t5\t1\n1\t2\t5.0\t1\n"}, r"u.data, line 2: expected 4 integers"),
         ({"ratings": "\n"}, r"u.data: empty file"),
         ({"extra_items": "21|Short|line\n"}, r"u.item, line 21: expected 'id\|title"),
         (

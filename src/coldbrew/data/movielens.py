@@ -27,13 +27,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from coldbrew.data.csv_files import integer_columns
 from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
@@ -251,15 +251,9 @@ def read_rating_rows(path: Path) -> np.ndarray:
     text = "\n".join(_read_lines(path)).strip()
     if not text:
         raise DataError(f"{path}: empty file")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:  # C-speed parse; anything odd falls through to the line-by-line check
-            values = np.fromstring(text, dtype=np.int64, sep=" ")
-            rows = sum(1 for line in text.split("\n") if line.strip())
-            if len(values) == 4 * rows:
-                return values.reshape(rows, 4)
-        except (ValueError, DeprecationWarning):
-            pass
+    values = integer_columns(text, 4, [0, 1, 2, 3], separator=r"\s+")
+    if values is not None:
+        return values
     for number, line in enumerate(text.split("\n"), start=1):  # find the line to blame
         fields = line.split()
         if fields and (
