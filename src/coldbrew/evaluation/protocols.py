@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 PROTOCOLS = ("coldbrew", "original")
 ORIGINAL_MASK_VALUE = 1e-15  # the original's stand-in score for a masked item
 ORIGINAL_INITIAL_BEST = 0.0  # the original's max_recall before the first epoch
-ORIGINAL_STOP_AFTER = 7  # consecutive epochs without a strict improvement that end training
-ORIGINAL_MAX_EPOCHS = 1000
 
 
 def check_protocol(protocol: str) -> str:
