@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import requests
 
-from coldbrew.data import load_dataset, movielens, resolve_data_path
-from coldbrew.data.movielens import _split_warm_per_user, download_ml100k, split_cold_start
+from coldbrew.data import load_dataset, ml100k_download, movielens, resolve_data_path
+from coldbrew.data.ml100k_download import download_ml100k
+from coldbrew.data.movielens import _split_warm_per_user, split_cold_start
 from coldbrew.errors import DataError
 from conftest import shared_path
 
@@ -257,10 +258,10 @@ def serve(monkeypatch, payload: bytes | Exception, *, on_get: Exception | None =
 
 def test_download_verifies_unpacks_once_and_loads(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     requested = serve(monkeypatch, payload)
     target = download_ml100k(tmp_path / "cache" / "ml-100k")
-    assert requested == [movielens.ML100K_URL] and movielens.detect(target)
+    assert requested == [ml100k_download.ML100K_URL] and movielens.detect(target)
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []  # no leftovers
     assert download_ml100k(target) == target and len(requested) == 1
     assert load(target).num_items == NUM_ITEMS
@@ -268,7 +269,7 @@ def test_download_verifies_unpacks_once_and_loads(tmp_path, monkeypatch):
 
 def test_resolve_data_path_downloads_into_the_cache(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLDBREW_DATA", str(tmp_path / "empty"))
@@ -281,7 +282,8 @@ def test_checksum_mismatch_is_refused(tmp_path, monkeypatch):
     serve(monkeypatch, payload)
     actual = hashlib.sha256(payload).hexdigest()
     with pytest.raises(
-        DataError, match=f"SHA-256 {actual} does not match the published {movielens.ML100K_SHA256}"
+        DataError,
+        match=f"SHA-256 {actual} does not match the published {ml100k_download.ML100K_SHA256}",
     ):
         download_ml100k(tmp_path / "cache" / "ml-100k")
     assert list((tmp_path / "cache").iterdir()) == []
@@ -330,12 +332,12 @@ def local_server(tmp_path):
 def test_a_real_download_from_a_local_server(tmp_path, monkeypatch, local_server):
     payload = make_archive(tmp_path)
     (tmp_path / "served" / "mirror.zip").write_bytes(payload)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
-    monkeypatch.setattr(movielens, "ML100K_URL", f"{local_server}/missing.zip")
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_URL", f"{local_server}/missing.zip")
     with pytest.raises(DataError, match=r"download failed: 404 .*missing.zip"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
     assert leftovers(tmp_path / "cache") == []
-    monkeypatch.setattr(movielens, "ML100K_URL", f"{local_server}/mirror.zip")
+    monkeypatch.setattr(ml100k_download, "ML100K_URL", f"{local_server}/mirror.zip")
     target = download_ml100k(tmp_path / "cache" / "ml-100k")
     assert leftovers(tmp_path / "cache") == [
         "ml-100k",
@@ -348,7 +350,7 @@ def test_a_real_download_from_a_local_server(tmp_path, monkeypatch, local_server
 
 def test_a_kept_archive_with_another_digest_is_fetched_again(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     requested = serve(monkeypatch, payload)
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "ml-100k.zip").write_bytes(b"an older, damaged archive")
@@ -366,7 +368,7 @@ def test_a_cache_that_cannot_be_written_is_a_data_error(tmp_path, monkeypatch):
 
 def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     requested = serve(monkeypatch, payload)
 
     def disk_full(bundle, destination):
@@ -392,7 +394,7 @@ def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
 )
 def test_bad_archives_are_refused(tmp_path, monkeypatch, members, message):
     payload = make_archive(tmp_path, members)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     with pytest.raises(DataError, match=message):
         download_ml100k(tmp_path / "cache" / "ml-100k")
@@ -401,7 +403,7 @@ def test_bad_archives_are_refused(tmp_path, monkeypatch, members, message):
 
 def test_not_a_zip_is_removed(tmp_path, monkeypatch):
     payload = b"<html>maintenance</html>"
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     with pytest.raises(DataError, match="not a valid zip"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
