@@ -98,7 +98,7 @@ def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
     from torch.distributed._tools.mem_tracker import MemTracker
     from torch.utils.flop_counter import FlopCounterMode
 
-    from coldbrew.training.run import build_trainer
+    from coldbrew.training.build import build_trainer
 
     blocker = getattr(config.model_options, "fake_trace_blocker", lambda: None)()
     if blocker:

@@ -10,7 +10,7 @@ task's monitored metric, early stopping after ``patience`` evaluations without i
 
 Randomness, one process: the sample order and everything drawn inside a step (negatives,
 dropout, CLCRec's content mix) come from the global torch RNG, which the run seeds before it
-builds the model (``coldbrew.training.run.build_trainer``) and checkpoints restore, so a
+builds the model (``coldbrew.training.build.build_trainer``) and checkpoints restore, so a
 resumed run continues the same stream. Several processes (``training/distributed.py``): the
 order comes from a generator seeded by (seed, epoch), the same on every rank, and each rank
 reseeds its step RNG from (seed, epoch, rank) at every epoch.
