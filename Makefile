@@ -20,6 +20,7 @@ demo: $(STAMP)
 	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) -m coldbrew.demo
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache  # the layer contract in pyproject.toml
 	$(PY) -m pytest -q
 
 quality: $(STAMP)

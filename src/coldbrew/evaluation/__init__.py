@@ -33,7 +33,6 @@ from coldbrew.evaluation.metrics import (
 from coldbrew.evaluation.protocols import (
     PROTOCOLS,
     original_improved,
-    original_monitor,
 )
 from coldbrew.evaluation.ranking import full_ranking
 from coldbrew.evaluation.single_pass import evaluate_dataset
@@ -47,7 +46,6 @@ __all__ = [
     "full_ranking",
     "group_candidates",
     "original_improved",
-    "original_monitor",
     "per_user_metrics",
     "metric_sums",
     "mean_metrics",

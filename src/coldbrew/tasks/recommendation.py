@@ -46,6 +46,15 @@ def default_monitor(
     return Monitor(group, f"recall@{k}", "max", shown=(f"ndcg@{k}",))
 
 
+def original_monitor() -> Monitor:
+    """The original CLCRec's selection metric (``coldbrew.evaluation.protocols``): validation
+    ``all`` Recall@10, higher is better, strictly (``Monitor.improved`` is ``value > best``, as
+    the original's ``>``), the best starting at ``ORIGINAL_INITIAL_BEST`` (0.0): an epoch with
+    Recall@10 = 0 is never selected. Needs ``10`` among the evaluated ks.
+    """
+    return Monitor("all", "recall@10", "max", start=ORIGINAL_INITIAL_BEST)
+
+
 class RecommendationTask(Task):
     def __init__(
         self,
