@@ -20,8 +20,10 @@ weights are the same whether its backbone came from the cache or was just traine
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import pickle
 import time
 from pathlib import Path
 
@@ -102,7 +104,7 @@ def load_cached(path: Path, key: dict) -> Teacher | None:
         return None
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, ValueError, OSError):
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError):
         return None  # damaged: trained again and rewritten
     if not isinstance(payload, dict) or payload.get("key") != key:
         return None
@@ -132,6 +134,8 @@ def train_bpr(dataset: Dataset, options, seed: int) -> tuple[torch.Tensor, torch
             "bpr": section,
         }
     )
+    if not dataset.groups("val"):  # the task names a monitored metric; this loop never evaluates
+        dataset = dataclasses.replace(dataset, splits={"val": {"all": dataset.train}})
     trainer = build_trainer(config, dataset, log=lambda line: None)
     for _ in range(config.epochs):
         trainer.train_epoch()
