@@ -3,11 +3,14 @@ planted structure; the caller's random stream is left as it was."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 from coldbrew.data.dataset import Dataset, interactions_to_csr
+from coldbrew.errors import ColdbrewError
 from coldbrew.models.teacher_options import TeacherOptions
 from coldbrew.training import backbone
 from coldbrew.training.backbone import collaborative_teacher
@@ -36,7 +39,8 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def options(**values) -> TeacherOptions:
-    return TeacherOptions(**{"backbone_dim": 8, "backbone_epochs": 60, **values})
+    """Small, short backbones; bpr unless told (it needs no optional package)."""
+    return TeacherOptions(**{"backbone": "bpr", "backbone_dim": 8, "backbone_epochs": 5, **values})
 
 
 def count_training(monkeypatch) -> list[str]:
@@ -103,7 +107,8 @@ def test_cold_rows_are_zero_and_the_planted_tastes_are_learned(kind):
     if kind == "als":
         pytest.importorskip("implicit")
     dataset, held = planted()
-    teacher = collaborative_teacher(dataset, options(backbone=kind), 3, progress=False)
+    chosen = options(backbone=kind, backbone_epochs=60)
+    teacher = collaborative_teacher(dataset, chosen, 3, progress=False)
     assert torch.equal(teacher.items[list(COLD)], torch.zeros(len(COLD), 8))
     assert teacher.items[:16].abs().sum(dim=1).gt(0).all()
     scores = teacher.users @ teacher.items.T  # (users, items)
@@ -112,3 +117,10 @@ def test_cold_rows_are_zero_and_the_planted_tastes_are_learned(kind):
     best_other = scores[:, :16].masked_fill(~other_taste, float("-inf")).max(dim=1).values
     # every user's held-out item outscores every warm item of the other taste
     assert (scores[users, torch.from_numpy(held)] > best_other).all()
+
+
+def test_als_without_implicit_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "implicit.cpu.als", None)  # import fails
+    dataset, _ = planted()
+    with pytest.raises(ColdbrewError, match=r"backbone: als needs the implicit package"):
+        collaborative_teacher(dataset, options(backbone="als"), 1, progress=False)

@@ -15,11 +15,18 @@ from coldbrew.options import option
 
 @dataclass
 class TeacherOptions:
+    # als: implicit's ALS, as accurate on warm interactions as coldbrew's BPR-MF on ml-1m-coldstart
+    # for about a tenth of the CPU time (BENCHMARKS.md, "The zoo's collaborative backbone")
     backbone: str = option(
-        "bpr", "collaborative backbone trained on warm interactions", choices=("bpr", "als")
+        "als",
+        "collaborative backbone trained on warm interactions: als (implicit's ALS, the zoo "
+        "extra) or bpr (coldbrew's BPR-MF model)",
+        choices=("bpr", "als"),
     )
     backbone_dim: int = option(64, "the backbone's embedding size", minimum=1)
-    backbone_epochs: int = option(30, "the backbone's training epochs", minimum=1)
+    backbone_epochs: int = option(
+        30, "the backbone's training epochs (als: alternating sweeps)", minimum=1
+    )
     backbone_reg: float = option(0.01, "the backbone's L2 regularisation", minimum=0)
 
     def teacher_key(self) -> dict:
