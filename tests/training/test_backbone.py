@@ -124,3 +124,13 @@ def test_als_without_implicit_says_how_to_install_it(monkeypatch):
     dataset, _ = planted()
     with pytest.raises(ColdbrewError, match=r"backbone: als needs the implicit package"):
         collaborative_teacher(dataset, options(backbone="als"), 1, progress=False)
+
+
+def test_als_is_the_same_under_a_seed_and_differs_across_seeds():
+    pytest.importorskip("implicit")
+    dataset, _ = planted()
+    first, again, other = (
+        backbone.train_als(dataset, options(backbone="als"), seed) for seed in (1, 1, 2)
+    )
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert not torch.equal(first[0], other[0])
