@@ -5,10 +5,13 @@ trains user and item vectors on the warm training interactions only and returns 
 ``Teacher``; cold items' rows are zero. ``options`` is any ``TeacherOptions`` (each zoo model's
 options inherit it): ``backbone`` picks
 
-* ``bpr``: the registered ``bpr`` model (``coldbrew.models.bpr``), trained by the one loop
-  (``Trainer.train_epoch``) for ``backbone_epochs`` epochs, without evaluation;
-* ``als``: the ``implicit`` package's alternating least squares (the ``zoo`` extra), on the
-  user x warm-item matrix, so cold items take no part.
+* ``als`` (the default): the ``implicit`` package's alternating least squares (the ``zoo``
+  extra), ``backbone_epochs`` sweeps on the user x warm-item matrix, so cold items take no part;
+* ``bpr``: the registered ``bpr`` model (``coldbrew.models.bpr``), trained on the CPU by the one
+  loop (``Trainer.train_epoch``) for ``backbone_epochs`` epochs, without evaluation.
+
+Both train on the CPU whatever device the zoo model then uses. Which is faster at equal warm
+accuracy (ALS, by about 12x in CPU seconds): BENCHMARKS.md, "The zoo's collaborative backbone".
 
 A trained backbone is cached under ``<cache>/backbones/`` (``coldbrew.data.paths.cache_dir``),
 filed under the dataset's identity (a digest of its training interactions and cold items), the
