@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from coldbrew.errors import ColdbrewError
 from coldbrew.cli import main
 from coldbrew.training.run_evaluation import evaluate_run
 
@@ -267,3 +268,37 @@ def test_evaluate_needs_a_run(tmp_path):
 
     with pytest.raises(ColdbrewError, match="not a coldbrew run"):
         evaluate_run(tmp_path)
+
+
+def test_version_prints_the_package_version(capsys):
+    from coldbrew.version import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"coldbrew {__version__}"
+
+
+def test_a_machine_failure_is_one_line_and_the_debug_variable_shows_the_traceback(
+    tmp_path, capsys, monkeypatch
+):
+    import coldbrew.cli as cli
+
+    def fail(args):
+        raise OSError(28, "No space left on device", str(tmp_path / "best.pt"))
+
+    monkeypatch.setattr(cli, "handler", lambda command: fail)
+    assert main(["doctor"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("coldbrew: error: No space left on device: ") and error.count("\n") == 1
+    assert "COLDBREW_DEBUG=1" in error
+    monkeypatch.setenv("COLDBREW_DEBUG", "1")
+    with pytest.raises(OSError, match="No space left"):
+        main(["doctor"])
+    monkeypatch.setattr(
+        cli,
+        "handler",
+        lambda command: lambda args: (_ for _ in ()).throw(ColdbrewError("bad value")),
+    )
+    with pytest.raises(ColdbrewError, match="bad value"):
+        main(["doctor"])
