@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from coldbrew.errors import ColdbrewError
 from coldbrew.cli import main
+from coldbrew.errors import ColdbrewError
 from coldbrew.training.run_evaluation import evaluate_run
 
 TINY = ["--data", "synthetic:small", "--batch-size", "512", "--num-neg", "8", "--quiet"]
