@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from coldbrew.research.blend import weight_grid
 
 from coldbrew.models.blend import Blend, blended, standardised
+from coldbrew.research.blend import weight_grid
 
 
 def zscore_reference(users, items):
