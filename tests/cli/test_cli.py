@@ -223,6 +223,15 @@ def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_tune_keeps_an_existing_preset_unless_forced(tmp_path, capsys):
+    preset = tmp_path / "fast.yaml"
+    preset.write_text("batch_size: 64\n")
+    assert main(["tune", "--data", "synthetic:small", "--out", str(preset), "--budget", "1"]) == 2
+    error = capsys.readouterr().err
+    assert f"--out {preset} exists: give another file name, or --force" in error
+    assert preset.read_text() == "batch_size: 64\n"
+
+
 def test_every_train_option_has_a_description(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])

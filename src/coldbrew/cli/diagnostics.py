@@ -68,6 +68,7 @@ def add_parsers(commands) -> None:
     tune = add("tune", "find the fastest batch size (and --compile) that fits; write a YAML preset")
     tune.add_argument("--config", help="YAML preset to start from; flags override it")
     tune.add_argument("--out", required=True, metavar="FILE.yaml", help="preset to write")
+    tune.add_argument("--force", action="store_true", help="replace --out if it exists")
     tune.add_argument(
         "--budget", type=float, default=120.0, help="seconds for the whole search (default 120)"
     )
@@ -170,6 +171,10 @@ def tune_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.training.run import load_run_dataset
 
     check_writable_file(Path(args.out), "--out")
+    if Path(args.out).exists() and not args.force:
+        raise ColdbrewError(
+            f"--out {args.out} exists: give another file name, or --force to replace it"
+        )
     if not args.budget > 0:
         raise ColdbrewError(f"--budget must be positive, not {args.budget}")
     config = make_config(*config_layers(args))
