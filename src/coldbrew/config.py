@@ -91,7 +91,10 @@ class TrainConfig:
     lr: float = option(0.002, "learning rate (original: 0.001)", above=0)
     weight_decay: float = option(0.0, "weight decay (biases and norms excluded)", minimum=0)
     batch_size: int = option(
-        2048, "samples per micro-batch (original: 256); auto: the largest that fits", minimum=1
+        2048,
+        "samples per micro-batch (original: 256); auto: the largest that fits",
+        minimum=1,
+        maximum=2**31 - 1,  # torch's int32 index limit; larger is a typo, not a batch
     )
     grad_accum: int = option(
         1, "micro-batches per optimizer step: effective batch = batch_size x N", minimum=1

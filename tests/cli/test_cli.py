@@ -97,6 +97,8 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
         (["--ks", ""], "option 'ks'"),
         (["--seed", "-1"], "option 'seed' must be >= 0"),
         (["--seed", "99999999999"], "option 'seed' must be <= "),
+        (["--batch-size", "1000000000000"], "option 'batch_size' must be <= 2147483647"),
+        (["--seeds", ""], "--seeds needs at least one seed"),
         (["--log-every", "0"], "option 'log_every' must be >= 1"),
         (["--device", "foo"], "device must be"),
         (["--device", "CPU"], "device must be"),

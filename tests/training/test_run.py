@@ -273,3 +273,9 @@ def test_written_files_take_the_umask_not_a_private_mode(tmp_path):
     finally:
         os.umask(previous)
     assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_batch_larger_than_the_training_data_is_said(dataset, tmp_path):
+    samples = int(dataset.train.nnz)
+    with pytest.warns(UserWarning, match=f"more than the {samples:,} training samples"):
+        train(make_config(FAST, {"batch_size": samples + 1}), tmp_path / "run", dataset=dataset)
