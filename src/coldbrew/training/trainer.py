@@ -367,6 +367,8 @@ class Trainer:
                 f"early stop: {monitor.key} did not improve for {config.patience} evaluations; "
                 f"best epoch {state.best_epoch}"
             )
+        if unreached := self.faults.unreached():
+            warnings.warn(f"{unreached} (it took {state.optimizer_steps})", stacklevel=2)
         return state
 
     def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:
