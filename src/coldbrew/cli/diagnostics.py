@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -142,6 +143,9 @@ def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
 def doctor_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.perf.doctor import run_doctor
 
+    for flag, value in (("--seconds", args.seconds), ("--compile-timeout", args.compile_timeout)):
+        if not (value > 0 and math.isfinite(value)):
+            raise ColdbrewError(f"{flag} must be a positive number of seconds, not {value}")
     return run_doctor(
         seconds=args.seconds, check_compile=args.compile_check, compile_timeout=args.compile_timeout
     )
