@@ -254,6 +254,16 @@ def test_every_train_option_has_a_description(capsys):
     assert "no loader workers are needed" in text
 
 
+@pytest.mark.parametrize("command", ["train", "search", "tune", "profile", "memory"])
+def test_no_help_line_gives_its_default_twice(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.count("(default") > 1] == []
+    assert any("(default: all)" in line for line in lines)
+
+
 def test_train_help_for_a_named_model_shows_its_options_alone(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--model", "lstm", "--help"])
