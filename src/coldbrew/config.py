@@ -198,6 +198,8 @@ def check_device_name(name: str) -> None:
 
 def canonical_key(key: str) -> str:
     """``--batch-size``/``batch_size`` -> ``batch_size``; original names via ``ALIASES``."""
+    if not isinstance(key, str):  # YAML allows any key: ``? `` alone is a null one
+        raise ColdbrewError(f"option names are text, not {key!r}")
     if key in ALIASES:
         return ALIASES[key]
     key = key.replace("-", "_")
@@ -238,7 +240,7 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
 
     model = _model_name(layers)
     protocol = _last_value(layers, "protocol", TrainConfig.__dataclass_fields__["protocol"].default)
-    if protocol in PROTOCOL_DEFAULTS:
+    if isinstance(protocol, str) and protocol in PROTOCOL_DEFAULTS:  # else refused as typed
         defaults = PROTOCOL_DEFAULTS[protocol]
         section_fields = hints(MODELS[model].config)
         layers = (
