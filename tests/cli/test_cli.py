@@ -220,12 +220,6 @@ def test_bench_sample_runs_on_data_without_any_feature_file(tmp_path, capsys):
     assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert result["feature_dims"] == {} and result["samples_per_second"] > 0
-    argv[1] = "train"
-    assert main([*argv, "--batch-size", "4", "--seconds", "0.1"]) == 2
-    assert "has no item features to train a model on: give --feature-dims" in (
-        capsys.readouterr().err
-    )
-    assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--feature-dims", "3,2"]) == 0
 
 
 def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):

@@ -7,7 +7,6 @@ import datetime
 import torch
 
 from coldbrew.config import TrainConfig
-from coldbrew.errors import ColdbrewError
 
 
 def random_features(num_items: int, widths: list[int], seed: int) -> dict[str, torch.Tensor]:
@@ -36,8 +35,8 @@ def run_bench(
     from coldbrew.data import load_dataset
     from coldbrew.registry import model_spec
     from coldbrew.system.runtime import configure_process, device_name, make_runtime
-    from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.tasks import build_task
+    from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.training.run import build_trainer
 
     dataset = load_dataset(
@@ -53,11 +52,6 @@ def run_bench(
         runtime = make_runtime(config.device, config.precision)
         task = build_task(model_spec(config.model).task, dataset, config, runtime.device)
     else:
-        if not dataset.features:
-            raise ColdbrewError(
-                f"{dataset.name} has no item features to {what} a model on: give --feature-dims "
-                "2048,128,100 for random ones of those widths (bench sample needs none)"
-            )
         trainer = build_trainer(config, dataset)
         runtime, task = trainer.runtime, trainer.task
     device = runtime.device
