@@ -15,10 +15,11 @@ def random_features(num_items: int, widths: list[int], seed: int) -> dict[str, t
     return {names[i]: torch.rand(num_items, w, generator=generator) for i, w in enumerate(widths)}
 
 
-def random_samples(task, device: torch.device, batch: int, seed: int):
-    """A function returning ``batch`` random sample indices of ``task``."""
+def random_samples(trainer, batch: int, seed: int):
+    """A function returning ``batch`` random sample indices of the trainer's task."""
+    device = trainer.runtime.device
     generator = torch.Generator(device=device).manual_seed(seed)
-    count = task.num_samples()
+    count = trainer.task.num_samples()
     return lambda: torch.randint(count, (batch,), device=device, generator=generator)
 
 
@@ -33,9 +34,7 @@ def run_bench(
     """samples/s of the sampler (``sample``), training steps (``train``) or a full evaluation
     (``eval``) with ``config`` on its data, and the peak memory."""
     from coldbrew.data import load_dataset
-    from coldbrew.registry import model_spec
-    from coldbrew.system.runtime import configure_process, device_name, make_runtime
-    from coldbrew.tasks import build_task
+    from coldbrew.system.runtime import configure_process, device_name
     from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.training.run import build_trainer
 
@@ -47,16 +46,10 @@ def run_bench(
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)
-    if what == "sample":  # the sampler alone: no model, so data without features will do
-        trainer = None
-        runtime = make_runtime(config.device, config.precision)
-        task = build_task(model_spec(config.model).task, dataset, config, runtime.device)
-    else:
-        trainer = build_trainer(config, dataset)
-        runtime, task = trainer.runtime, trainer.task
-    device = runtime.device
+    trainer = build_trainer(config, dataset)
+    device, task = trainer.runtime.device, trainer.task
     configure_process(device, deterministic=config.deterministic)
-    draw = random_samples(task, device, config.batch_size, config.seed)
+    draw = random_samples(trainer, config.batch_size, config.seed)
     if what == "sample":
         users = task.make_batch(draw()).users
         calls, elapsed = time_repeated(
@@ -100,7 +93,7 @@ def run_bench(
         else None,
         "peak_memory_bytes": peak_memory_bytes(device),
         "device": device_name(device),
-        "precision": runtime.precision,
+        "precision": trainer.runtime.precision,
         "compile": config.compile,
         "neighbor_loss": getattr(config.model_options, "neighbor_loss", False),
         "neighbor_negatives": getattr(config.model_options, "neighbor_negatives", None),

@@ -105,7 +105,7 @@ def device_busy_seconds(prof) -> float:
 
 def scaling_probe(trainer, batch: int, steps: int, seed: int) -> dict | None:
     """samples/s at twice the batch, or None when it does not fit."""
-    draw = random_samples(trainer.task, trainer.runtime.device, 2 * batch, seed + 1)
+    draw = random_samples(trainer, 2 * batch, seed + 1)
     try:
         natural_steps(trainer, draw, 2, count_syncs=False)  # warm-up (a new shape recompiles)
         seconds, _ = natural_steps(trainer, draw, steps, count_syncs=False)
@@ -167,7 +167,7 @@ def profile_training(
     trainer = build_trainer(config, dataset)
     device, batch = trainer.runtime.device, config.batch_size
     configure_process(device, deterministic=config.deterministic)
-    draw = random_samples(trainer.task, trainer.runtime.device, batch, config.seed)
+    draw = random_samples(trainer, batch, config.seed)
     started = time.perf_counter()
     natural_steps(trainer, draw, warmup, count_syncs=False)
     warmup_seconds = time.perf_counter() - started

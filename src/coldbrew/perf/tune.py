@@ -58,7 +58,7 @@ def measure(trainer, batch: int, seconds: float, seed: int) -> Candidate:
     """samples/s and peak memory of real steps at ``batch``; an out-of-memory error is a result."""
     device = trainer.runtime.device
     candidate = Candidate(batch, trainer.config.compile)
-    draw = random_samples(trainer.task, trainer.runtime.device, batch, seed)
+    draw = random_samples(trainer, batch, seed)
     baseline = rss_bytes() if device.type == "cpu" and reset_peak_rss() else None
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
