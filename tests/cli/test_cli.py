@@ -211,6 +211,22 @@ def test_bench_sample_needs_no_features(capsys):
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["samples_per_second"] > 0
 
 
+def test_bench_on_data_without_any_feature_file(tmp_path, capsys):
+    # as the help's example on clcrec-movielens, whose feature files were never published
+    folder = write_clcrec_folder(tmp_path / "plain")
+    for name in ("feat_v.npy", "feat_a.pt", "feat_t.pt"):
+        (folder / name).unlink()
+    argv = ["bench", "sample", "--data", str(folder), "--trust-pickle", "--num-neg", "2"]
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["samples_per_second"] > 0
+    argv[1] = "train"
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1"]) == 2
+    assert "has no item features to train a model on: give --feature-dims" in (
+        capsys.readouterr().err
+    )
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--feature-dims", "3,2"]) == 0
+
+
 def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
     assert (
         main(["profile", "--data", "synthetic:small", "--trace", str(tmp_path / "no" / "x.json")])
