@@ -307,6 +307,13 @@ def test_convert_refuses_a_non_empty_destination(folder: Path, tmp_path: Path) -
     assert not [path for path in tmp_path.iterdir() if path.name.endswith(".partial")]
 
 
+def test_infinite_ids_are_refused_not_cast(tmp_path: Path) -> None:
+    write_folder(tmp_path / "data", pairs=True)
+    np.save(tmp_path / "data" / "train.npy", np.array([[0.0, 4.0], [1.0, np.inf]]))
+    with pytest.raises(DataError, match="expected integer ids, found dtype float64"):
+        clcrec_layout.load(tmp_path / "data", trust_pickle=True)
+
+
 def test_convert_into_a_read_only_place_is_one_line(
     folder: Path, tmp_path: Path, monkeypatch, capsys
 ):
