@@ -103,3 +103,15 @@ def test_gpu_parts_are_measured(report):
 def test_compile_check_on_the_gpu():
     result = doctor.compile_check(torch.device("cuda"), timeout=120)
     assert result["works"], result["error"]
+
+
+@pytest.mark.parametrize(
+    "flags", [["--seconds", "-1"], ["--seconds", "nan"], ["--compile-timeout", "0"]]
+)
+def test_doctor_refuses_times_that_are_not_positive(flags, capsys):
+    from coldbrew.cli import main
+
+    assert main(["doctor", *flags]) == 2
+    error = capsys.readouterr().err
+    assert f"{flags[0]} must be a positive number of seconds, not" in error
+    assert error.count("\n") == 1

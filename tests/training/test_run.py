@@ -269,3 +269,47 @@ def test_a_diverging_loss_stops_the_run_and_says_why(dataset, tmp_path):
     assert results["stopped"] == "diverged" and results["history"] == []
     assert results["processes"] == 1
     assert "diverged" in (tmp_path / "run" / "train.log").read_text()
+
+
+def test_a_full_disk_while_saving_leaves_the_previous_checkpoint_and_results(
+    tmp_path, monkeypatch, capsys
+):
+    import errno
+
+    import coldbrew.training.checkpoint as checkpoint
+    from coldbrew.cli import main
+
+    run = tmp_path / "run"
+    argv = ["train", "--data", "synthetic:small", "--num-neg", "8", "--quiet", "--epochs", "1"]
+    assert main([*argv, "--out", str(run)]) == 0
+    before = {path.name: path.read_bytes() for path in run.iterdir() if path.suffix != ".log"}
+
+    def fill_the_disk(payload, handle):
+        handle.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.torch, "save", fill_the_disk)
+    assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "No space left on device" in error
+    assert f"cannot write {run}/" in error and "the previous one is intact" in error
+    for name in (LAST, "best.pt", "results.json"):
+        assert (run / name).read_bytes() == before[name], name
+    assert not [path for path in run.iterdir() if path.name.endswith(".tmp")]
+
+
+def test_written_files_take_the_umask_not_a_private_mode(tmp_path):
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "results.json", lambda handle: handle.write(b"{}"))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_batch_larger_than_the_training_data_is_said(dataset, tmp_path):
+    samples = int(dataset.train.nnz)
+    with pytest.warns(UserWarning, match=f"more than the {samples:,} training samples"):
+        train(make_config(FAST, {"batch_size": samples + 1}), tmp_path / "run", dataset=dataset)

@@ -160,6 +160,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.nproc is not None and "RANK" not in os.environ:
         return launch_with_torchrun(args)
     config = train_config(args)
+    check_environment_variables()
     run_dir = args.resume or args.out
     if not run_dir:
         if "RANK" in os.environ:
@@ -188,6 +189,15 @@ def run_train(args: argparse.Namespace) -> int:
             f"{timing['samples_per_second']:,.0f} samples/s; results in {run_dir}/results.json"
         )
     return 0
+
+
+def check_environment_variables() -> None:
+    """The fault-injection and allocator variables, refused before the run directory exists."""
+    from coldbrew.system.runtime import keeps_freed_memory
+    from coldbrew.training.memory_safety import injected_steps
+
+    injected_steps()
+    keeps_freed_memory()
 
 
 def run_evaluate(args: argparse.Namespace) -> int:

@@ -90,6 +90,7 @@ def run_bench(
     (``eval``) with ``config`` on its data, and the peak memory; with ``variants`` (name ->
     configuration on the same data), each one's figures and throughput over ``config``'s."""
     from coldbrew.data import load_dataset
+    from coldbrew.errors import ColdbrewError
     from coldbrew.system.runtime import configure_process, device_name
     from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.training.run import build_trainer
@@ -102,6 +103,14 @@ def run_bench(
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)
+    elif not dataset.features:  # clcrec-movielens: its feature files were never published
+        if what != "sample":
+            raise ColdbrewError(
+                f"{dataset.name} has no item features to {what} a model on: give --feature-dims "
+                "2048,128,100 for random ones of those widths"
+            )
+        # the sampler reads no features; one random column lets the (unused) model be built
+        dataset.features = random_features(dataset.num_items, [1], config.seed)
     trainer = build_trainer(config, dataset)
     device, task = trainer.runtime.device, trainer.task
     configure_process(device, deterministic=config.deterministic)

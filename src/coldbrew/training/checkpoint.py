@@ -22,20 +22,40 @@ LOCK = ".lock"
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
 
-    Readers see either the old complete file or the new one; a failed write leaves no temporary.
-    The temporary's name is unique, so two writers never share one.
+    Readers see either the old complete file or the new one; a failed write leaves no temporary
+    and raises an ``OSError`` that says the old file is intact (the disk filled up, say). The
+    temporary's name is unique, so two writers never share one. The file gets the usual mode
+    (0666 less the umask), not ``mkstemp``'s private 0600.
     """
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
     try:
+        descriptor, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
+    try:
+        os.fchmod(descriptor, 0o666 & ~current_umask())
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
+    except (OSError, RuntimeError) as error:  # torch's C++ writer reports a failed write so
+        if isinstance(error, RuntimeError) and "writ" not in str(error):
+            raise
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
+        kept = "the previous one is intact" if path.exists() else "nothing was written"
+        raise OSError(
+            getattr(error, "errno", None), f"cannot write {path}: {reason}; {kept}"
+        ) from None
     finally:
         Path(temporary).unlink(missing_ok=True)
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)  # reading the mask means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def save_checkpoint(payload: dict, path: Path) -> None:
