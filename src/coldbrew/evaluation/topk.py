@@ -77,10 +77,17 @@ def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Te
     """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists.
 
     The parts hold disjoint ids; ``extras`` (same shape as ``ids``) travel with their items.
-    Exact when every part is its own items' top list under the same order (``top_k``).
+    Exact when every part is its own items' top list under the same order (``top_k``). One
+    sort by value; only rows holding two equal values are sorted by id too.
     """
     parts = [part for part in parts if part[1].shape[1]] or parts[:1]
     if len(parts) == 1:
         return tuple(tensor[:, :k] for tensor in parts[0])
-    merged = rank_order(*(torch.cat(fields, dim=1) for fields in zip(*parts, strict=True)))
+    values, *aligned = (torch.cat(fields, dim=1) for fields in zip(*parts, strict=True))
+    values, order = values.sort(dim=1, descending=True, stable=True)
+    merged = [values, *(tensor.gather(1, order) for tensor in aligned)]
+    tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
+    if tied_rows.numel():
+        for tensor, rows in zip(merged, rank_order(*(t[tied_rows] for t in merged)), strict=True):
+            tensor[tied_rows] = rows
     return tuple(tensor[:, :k] for tensor in merged)
