@@ -169,8 +169,18 @@ class Plan:
     top: int
 
 
-def make_plan(dataset: Dataset, splits, ks, protocol, cold_candidates, device, table_bytes, shard):
-    """The plan of every group of ``splits``, over the users with a positive in any of them."""
+def make_plan(
+    dataset: Dataset,
+    splits: tuple[str, ...],
+    ks: tuple[int, ...],
+    protocol: str,
+    cold_candidates: str,
+    device: torch.device,
+    table_bytes: int,
+    shard: tuple | None = None,
+) -> Plan | None:
+    """The plan of every group of ``splits``, over the users with a positive in any of them
+    (every ``shard[1]``-th from ``shard[0]``); None when the splits have no group."""
     wanted = {(s, g): matrix for s in splits for g, matrix in dataset.groups(s).items()}
     if not wanted:
         return None
