@@ -86,6 +86,13 @@ def timed_in_turn(
             _synchronize(device)
             seconds[name]["wall"].append(time.perf_counter() - wall)
             seconds[name]["cpu"].append(time.process_time() - cpu)
+            wall_seconds, cpu_seconds = seconds[name]["wall"][-1], seconds[name]["cpu"][-1]
+            load = os.getloadavg()[0]
+            print(
+                f"turn {repeat} {name}: {wall_seconds:.2f} s wall, {cpu_seconds:.2f} s CPU, load {load:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
     return seconds, results
 
 
