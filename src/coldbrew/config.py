@@ -111,6 +111,12 @@ class TrainConfig:
     early_stop_metric: str | None = option(
         None, "monitored metric, e.g. cold/recall@20 (default: cold recall@20, else all)"
     )
+    cold_candidates: str = option(
+        "all",
+        "items a split's cold users are ranked over: all (every cold item, as CLCRec) or split "
+        "(the split's own cold items; the other split's are no candidate for any group)",
+        choices=("all", "split"),
+    )
     patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
     eval_chunk_elements: int | None = option(
         None, "scores held at once during evaluation", minimum=1

@@ -98,6 +98,13 @@ def add_parsers(commands) -> None:
         "original CLCRec's (1e-15 for training and other-group items); default: the run's",
     )
     evaluate.add_argument(
+        "--cold-candidates",
+        choices=["all", "split"],
+        default=None,
+        help="a split's users ranked over every cold item (all) or the split's own (split); "
+        "default: the run's",
+    )
+    evaluate.add_argument(
         "--trust-pickle",
         action="store_true",
         default=None,
@@ -218,6 +225,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         device=args.device,
         trust_pickle=args.trust_pickle,
         protocol=args.protocol,
+        cold_candidates=args.cold_candidates,
     )
     if args.json:
         print(json.dumps(output))
