@@ -1,13 +1,18 @@
 """The CPU fast paths one at a time, each against the plain form it replaces.
 
-Prints one JSON line per measurement (median milliseconds over --repeats calls, after a warm-up):
+Prints one JSON line per measurement (median milliseconds over --repeats calls, after a warm-up,
+the two forms called in turn):
   1. gather_dot (sampled products) vs gather + bmm, forward and backward, at CLCRec's shapes
      (batch 4096, 1 + 128 items per row, dim 64, 5,119 table rows; two queries, then one);
-  2. the negative sampler's rejection method vs its rank method (batch 4096, 128 negatives);
-  3. a whole CLCRec training step (features 2048/128/100, batch 4096, 128 negatives), without
-     and with the neighbor-graph term (its precompute untimed).
+  2. the negative sampler's rejection method vs its rank method (batch 4096, 128 negatives).
 The allocator setting is on unless COLDBREW_KEEP_FREED_MEMORY=0 is in the environment; run the
 script both ways to see its effect (it is per process).
+
+Why not ``coldbrew bench``: it times the path coldbrew picks for the device; these are each
+fast path against the plain form it replaces (gather_dot's reference, the rank sampler that
+the CPU does not pick). The whole training step, with and without the neighbor-graph term, is
+``coldbrew bench train --data clcrec-movielens --trust-pickle --feature-dims 2048,128,100
+--device cpu --against neighbor_loss=true``.
 
   python benchmarks/bench_kernels.py [--data clcrec-movielens] [--repeats 30]
   COLDBREW_KEEP_FREED_MEMORY=0 python benchmarks/bench_kernels.py
@@ -20,7 +25,6 @@ import datetime
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -29,23 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import use_shared_data  # noqa: E402
 
 from coldbrew import load_dataset  # noqa: E402
-from coldbrew.config import make_config  # noqa: E402
 from coldbrew.data.sampling import NegativeSampler  # noqa: E402
 from coldbrew.models.gather_dot import gather_dot, gather_dot_reference  # noqa: E402
-from coldbrew.perf.bench import random_features  # noqa: E402
 from coldbrew.system.runtime import keep_freed_memory_for_reuse  # noqa: E402
-from coldbrew.training.run import build_trainer  # noqa: E402
+from coldbrew.system.timing import time_in_turn  # noqa: E402
 
 
-def median_ms(call, repeats: int) -> float:
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return 1e3 * statistics.median(times)
+def median_ms(calls: dict, repeats: int) -> dict[str, float]:
+    """Median milliseconds of each call over ``repeats`` rounds, the calls in turn."""
+    times = time_in_turn(calls, torch.device("cpu"), warmup=3, seconds=0, min_rounds=repeats)
+    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
 
 
 def forward_backward(function, queries, table, index, upstream):
@@ -81,46 +78,29 @@ def main() -> int:
     for num_queries in (2, 1):
         queries = torch.randn(batch, num_queries, dim, generator=generator, requires_grad=True)
         upstream = torch.randn(batch, width, num_queries, generator=generator)
-        fused = median_ms(
-            forward_backward(gather_dot, queries, table, index, upstream), args.repeats
+        timings = median_ms(
+            {
+                "fused_ms": forward_backward(gather_dot, queries, table, index, upstream),
+                "plain_ms": forward_backward(gather_dot_reference, queries, table, index, upstream),
+            },
+            args.repeats,
         )
-        plain = median_ms(
-            forward_backward(gather_dot_reference, queries, table, index, upstream), args.repeats
-        )
-        emit("gather_dot fwd+bwd", queries=num_queries, fused_ms=fused, plain_ms=plain)
+        emit("gather_dot fwd+bwd", queries=num_queries, **timings)
 
     dataset = load_dataset(args.data, trust_pickle=True, features=[])
     exclude, warm = dataset.exclusion_matrix(), dataset.warm_items
     users = torch.from_numpy(dataset.train.tocoo().row)[
         torch.randint(dataset.num_train, (batch,), generator=generator)
     ].long()
-    timings = {}
-    for method in ("rejection", "rank"):
-        sampler = NegativeSampler(exclude, warm, method=method)
-        timings[method] = median_ms(lambda s=sampler: s.sample(users, 128), args.repeats)
-    emit(
-        "sampler", dataset=dataset.name, rejection_ms=timings["rejection"], rank_ms=timings["rank"]
+    samplers = {
+        f"{method}_ms": NegativeSampler(exclude, warm, method=method)
+        for method in ("rejection", "rank")
+    }
+    timings = median_ms(
+        {name: (lambda s=sampler: s.sample(users, 128)) for name, sampler in samplers.items()},
+        args.repeats,
     )
-
-    dataset.features = random_features(dataset.num_items, [2048, 128, 100], seed=1)
-    order = torch.randint(dataset.num_train, (batch,), generator=generator)
-    step_ms = {}
-    for neighbor_loss in (False, True):  # one process, so both share its state
-        options = {"data": args.data, "batch_size": batch, "num_neg": 128, "quiet": True}
-        config = make_config({**options, "device": "cpu", "neighbor_loss": neighbor_loss})
-        trainer = build_trainer(config, dataset)
-
-        def step(trainer=trainer):
-            trainer.train_step(order)
-
-        step_ms[neighbor_loss] = median_ms(step, args.repeats)
-    emit(
-        "clcrec train step",
-        dataset=dataset.name,
-        step_ms=step_ms[False],
-        with_neighbor_term_ms=step_ms[True],
-        neighbor_throughput_ratio=step_ms[False] / step_ms[True],
-    )
+    emit("sampler", dataset=dataset.name, **timings)
     return 0
 
 

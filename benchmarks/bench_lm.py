@@ -1,7 +1,8 @@
 """The LM recommender (issue 12): checkpoint sizes per mode, and memory estimate vs measured.
 
 Prints JSON lines:
-  1. ``checkpoint``: bytes of ``torch.save(checkpoint(model))`` for cache, dynamic frozen,
+  1. ``checkpoint``: bytes of the model's part of a run's ``best.pt`` (its state dict, the
+     backbone's identity as extra state) for cache, dynamic frozen,
      dynamic LoRA and (for scale) dynamic full fine-tuning, with all-MiniLM-L6-v2 on
      ml-1m-coldstart, and the trainable parameter counts;
   2. ``estimate``: ``coldbrew.models.lm.memory.estimate_memory`` per device for cache, frozen,
@@ -17,6 +18,10 @@ Prints JSON lines:
      come from.
 
   python benchmarks/bench_lm.py [--parts checkpoint,estimate,measure,saved] [--lora 8,16]
+
+Why not ``coldbrew memory`` or ``coldbrew bench``: they estimate or time a run's step; these
+are the LM modes' checkpoint files, the estimate's grid over devices, peak RSS against the
+estimate under two allocator settings, and the saved-tensor counts behind its constants.
 """
 
 from __future__ import annotations
@@ -41,8 +46,9 @@ from shared_data import dataset_path  # noqa: E402
 from coldbrew import load_dataset  # noqa: E402
 from coldbrew.data.sampling import NegativeSampler  # noqa: E402
 from coldbrew.models.base import Batch  # noqa: E402
-from coldbrew.models.lm import LMConfig, build, checkpoint  # noqa: E402
+from coldbrew.models.lm import LMConfig, build  # noqa: E402
 from coldbrew.models.lm.memory import MINILM, estimate_memory, lora_size  # noqa: E402
+from coldbrew.system.memory import peak_rss_bytes, reset_peak_rss, rss_bytes  # noqa: E402
 
 MODES = {
     "cache": {},
@@ -87,7 +93,7 @@ def checkpoint_sizes(dataset, lora: str) -> list[dict]:
         torch.manual_seed(0)
         model = build(dataset, LMConfig(**options), progress=False)
         buffer = io.BytesIO()
-        torch.save(checkpoint(model), buffer)
+        torch.save({"model": model.state_dict()}, buffer)  # the model part of best.pt
         counts = model.parameter_counts()
         rows.append(
             {
@@ -140,13 +146,6 @@ def estimate_grid(dataset, tokens: int, rank: int) -> None:
                 print(json.dumps({**row, "tokens": tokens, **estimate.as_dict()}), flush=True)
 
 
-def rss_bytes(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def measure_one(mode: str, batch: int, lora: str, steps: int) -> dict:
     """In this (fresh) process: build, warm up on 2 rows, reset the peak, train ``steps``
     steps, read the peak. Also returns the largest step's shape (distinct items, tokens)."""
@@ -176,15 +175,16 @@ def measure_one(mode: str, batch: int, lora: str, steps: int) -> dict:
     step(torch.arange(2))  # code paths and lazy state, without a large allocation
     optimizer.zero_grad(set_to_none=True)
     shapes.clear()
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := current RSS
-    before = rss_bytes("VmRSS")
+    if not reset_peak_rss():  # VmHWM := current RSS
+        raise RuntimeError("cannot reset the peak RSS (/proc/self/clear_refs): Linux only")
+    before = rss_bytes()
     started = time.perf_counter()
     for _ in range(steps):
         step(torch.randint(len(users), (batch,), generator=generator))
         optimizer.step()
     distinct, tokens = max(shapes, key=lambda shape: shape[0] * max(shape[1], 1))
     return {
-        "measured_step_bytes": rss_bytes("VmHWM") - before,
+        "measured_step_bytes": peak_rss_bytes() - before,
         "seconds_per_step": (time.perf_counter() - started) / steps,
         "largest_step": {"distinct_items": int(distinct), "tokens": int(tokens)},
     }

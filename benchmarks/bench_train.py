@@ -7,6 +7,10 @@ original shapes (2048, 128, 100) and 128 negatives:
      vs coldbrew training steps at batch 4096 (samples/s).
 Prints one JSON line per measurement and a summary line with the ratios.
 
+Why not ``coldbrew bench`` alone: the other side is the original system's pipeline
+(``original_pipeline.py``), which is no coldbrew configuration; coldbrew's side is
+``coldbrew bench sample|train``, called here in the same process.
+
   python benchmarks/bench_train.py --data clcrec-movielens --seconds 30
 """
 

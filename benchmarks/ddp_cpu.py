@@ -7,6 +7,9 @@ B/2`` (the same global batch) and reads each run's training seconds and samples/
 gloo all-reduce of CLCRec's gradient size (every parameter, dense, as DDP sends each optimizer
 step) between two processes. On a 2-core machine two processes share the cores the one process
 already used: no speed-up is expected; the figures show what DDP costs, not what it gains.
+
+Why not ``coldbrew bench``: it times steps in one process; this launches ``coldbrew train
+--nproc`` (torchrun) twice and times gloo's all-reduce between two processes.
 """
 
 from __future__ import annotations

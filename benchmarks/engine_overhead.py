@@ -8,6 +8,9 @@ process on the same data, alternating step by step: machine noise hits both alik
 loads the dataset with its own loader (same name, seed and features), builds its trainer with
 the same configuration, and times ``train_step`` on the same sample rows. Prints one JSON line:
 median step milliseconds of each, samples/s, and the ratio new / previous.
+
+Why not ``coldbrew bench --against``: its variants are options of today's code; this times two
+versions of the code itself.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import io
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -26,10 +30,11 @@ import time
 from pathlib import Path
 
 import torch
+from shared_data import use_shared_data
+
+from coldbrew.system.timing import time_in_turn
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from shared_data import dataset_path, time_alternately  # noqa: E402
 
 PREVIOUS = "coldbrew_previous"
 
@@ -82,7 +87,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="timed steps per engine")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    os.environ.setdefault("COLDBREW_DATA", str(dataset_path("ml-1m-coldstart").parent))
+    use_shared_data()
     settings = {
         "data": args.data,
         "batch_size": args.batch_size,
@@ -104,7 +109,8 @@ def main() -> None:
             "previous": previous_step(args, settings, rows),
             "current": current_step(args, settings, rows),
         }
-        median = {name: s * 1e3 for name, s in time_alternately(steps, args.steps).items()}
+        times = time_in_turn(steps, torch.device("cpu"), warmup=3, seconds=0, min_rounds=args.steps)
+        median = {name: statistics.median(values) * 1e3 for name, values in times.items()}
     print(
         json.dumps(
             {

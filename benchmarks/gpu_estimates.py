@@ -6,17 +6,19 @@ For each shape: the training step traced on fake tensors as a GPU runs it (bf16 
 assumed for the roofline, fp32 tensors for memory), the memory per device and the largest
 micro-batch on an 80 GB device, and roofline samples/s on an RTX 4090 and an A100-80GB.
 ESTIMATES: no GPU ran any of this.
+
+Why not ``coldbrew memory --gpu``: it estimates one shape for one GPU on data it can load;
+this table needs the CLCRec MovieLens split with generated 2048/128/100-d features (the real
+ones were never published), which ``coldbrew memory`` has no flag for, and both GPUs per row.
 """
 
 from __future__ import annotations
 
 import json
 
-from shared_data import dataset_path
+from shared_data import load_shaped
 
 from coldbrew.config import make_config
-from coldbrew.data import load_dataset
-from coldbrew.perf.bench import random_features
 from coldbrew.training.memory_estimate import estimate_memory, roofline, trace_step
 
 SHAPES = [
@@ -28,13 +30,10 @@ SHAPES = [
 
 def main() -> None:
     for label, data, widths, num_neg, batches in SHAPES:
-        path = str(dataset_path(data)) if not data.startswith("synthetic") else data
-        dataset = load_dataset(path, trust_pickle=True, features=[] if widths else None, seed=1)
-        if widths:
-            dataset.features = random_features(dataset.num_items, widths, 1)
+        dataset, _ = load_shaped({"data": data, "feature_dims": widths})
         for batch in batches:
             config = make_config(
-                {"data": path, "batch_size": batch, "num_neg": num_neg, "quiet": True}
+                {"data": data, "batch_size": batch, "num_neg": num_neg, "quiet": True}
             )
             report = estimate_memory(config, dataset, device_memory=80 * 10**9)
             trace = trace_step(config, dataset, batch)

@@ -11,6 +11,9 @@ Recall@20. Prints one JSON line per run (validation cold Recall@20 / NDCG@20 of 
 training seconds, seconds per step) and one summary line (mean ± sample std per mode, and the
 paired LoRA − cache difference). Dynamic mode runs the backbone forward and backward over the
 step's distinct items; on a CPU that is what limits the users.
+
+Why not ``coldbrew train --seeds`` and ``coldbrew compare``: the run is on a subset of the
+users (no coldbrew option cuts one), and the summary pairs the two modes seed by seed.
 """
 
 from __future__ import annotations
@@ -23,8 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from shared_data import load_shared  # benchmarks/ is on sys.path when run as a script
-from trained_runs import mean_and_std, seeds_list
+from shared_data import load_shared, mean_and_std, seeds_list
 
 
 def first_users(dataset, count: int):

@@ -1,4 +1,5 @@
-"""A faithful reimplementation of the original CLCRec training hot path, as the baseline.
+"""A faithful reimplementation of the original CLCRec training hot path, as the baseline
+that ``bench_train.py`` times against ``coldbrew bench``.
 
 Written here from a reading of github.com/weiyinwei/CLCRec (Dataset.py, model_CLCRec.py,
 Train.py), not copied. What it keeps, because that is what made the original slow:

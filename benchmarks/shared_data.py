@@ -1,4 +1,5 @@
-"""Where the benchmarks find the shared datasets: ``$COLDBREW_DATA``, else ../shared/data."""
+"""What the benchmark scripts share: where the shared datasets are (``$COLDBREW_DATA``, else
+../shared/data), loading one with generated feature widths, and mean ± std over seeds."""
 
 from __future__ import annotations
 
@@ -40,19 +41,32 @@ def load_shared(name: str, features: list[str], threads: int | None = None):
         return load_dataset(name, features=features)
 
 
-def time_alternately(steps: dict, repeats: int, warmup: int = 3) -> dict[str, float]:
-    """Median seconds of each ``steps[name]()`` over ``repeats`` calls, the steps called in
-    turn (so machine noise hits them alike), after ``warmup`` untimed calls of each."""
-    import statistics
-    import time
+def load_shaped(settings: dict):
+    """The dataset of ``settings`` (options of ``coldbrew train``, plus ``feature_dims``: item
+    features replaced by random ones of these widths, as ``coldbrew bench --feature-dims``)
+    and its run configuration."""
+    from coldbrew.config import make_config
+    from coldbrew.data import load_dataset
+    from coldbrew.perf.bench import random_features
 
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):
-        for name, step in steps.items():
-            started = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in times.items()}
+    settings = dict(settings)
+    widths = settings.pop("feature_dims", None)
+    use_shared_data()
+    config = make_config({"quiet": True, **settings})
+    features = config.resolved_features() or ([] if widths else None)
+    dataset = load_dataset(config.data, trust_pickle=True, features=features, seed=config.seed)
+    if widths:
+        dataset.features = random_features(dataset.num_items, widths, config.seed)
+    return dataset, config
+
+
+def mean_and_std(values: list[float]) -> dict:
+    """Mean and sample standard deviation (``n − 1``; 0 for one value) with the values."""
+    import statistics
+
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {"mean": statistics.fmean(values), "std": spread, "values": values}
+
+
+def seeds_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]

@@ -232,3 +232,26 @@ def test_a_saved_clcrec_run_keeps_its_neighbor_term_over_every_user(tmp_path):
     path.write_text(yaml.safe_dump(saved))
     assert make_config(load_saved_config(path)).model_options.neighbor_negatives == 0  # all
     assert make_config({"neighbor_loss": True}).model_options.neighbor_negatives == 255
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("epochs: 1\nepochs: 3\n", "key 'epochs' is given twice \\(line 2, column 1\\)"),
+        ("clcrec:\n  dim: 8\n  dim: 16\n", "key 'dim' is given twice \\(line 3, column 3\\)"),
+        ("ks: [10, 20\n", "is not valid YAML: expected ',' or ']'"),
+    ],
+)
+def test_yaml_mistakes_are_one_line_errors(tmp_path, text, message):
+    path = tmp_path / "preset.yaml"
+    path.write_text(text)
+    with pytest.raises(ColdbrewError, match=message) as error:
+        load_yaml(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_yaml_file_that_is_not_text_is_one_line(tmp_path):
+    path = tmp_path / "preset.yaml"
+    path.write_bytes(b"\xff\xfe\x00epochs")
+    with pytest.raises(ColdbrewError, match="is not UTF-8 text"):
+        load_yaml(path)

@@ -46,7 +46,7 @@ def test_clcrec_ranks_users_for_a_new_item_from_its_feature_vector(clcrec_run, t
     column = loaded.model.user_embeddings() @ loaded.model.item_embeddings()[item]
     assert [row["user"] for row in rows] == torch.topk(column, 5).indices.tolist()
     np.save(tmp_path / "item.npy", vector)
-    argv = ["recommend", "--run", str(clcrec_run), "--item-features", str(tmp_path / "item.npy")]
+    argv = ["recommend", "--run", str(clcrec_run), "--item-vector", str(tmp_path / "item.npy")]
     assert main([*argv, "--k", "5", "--json"]) == 0
     assert [row["user"] for row in json.loads(capsys.readouterr().out)] == [r["user"] for r in rows]
 
@@ -69,6 +69,78 @@ def test_refusals(clcrec_run, capsys):
     assert "either a user or a new item" in capsys.readouterr().err
     assert main(["recommend", "--run", str(clcrec_run), "--user", "1", "--k", "0"]) == 2
     assert "k must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "vector, message",
+    [
+        (np.full(32, np.nan, dtype=np.float32), "32 NaN or infinite value\\(s\\) of 32"),
+        (np.r_[np.ones(31), np.inf], "1 NaN or infinite value"),
+        (np.array(["a", "b"]), "must be numbers, not <U1 values"),
+        (np.ones((2, 19), dtype=np.float32), "of shape \\(2, 19\\): give one item's vector"),
+        (np.ones((2, 32), dtype=np.float32), "of shape \\(2, 32\\)"),
+    ],
+)
+def test_item_vectors_that_cannot_be_scored_are_refused(clcrec_run, vector, message):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.raises(ColdbrewError, match=message):
+        loaded.recommend(item_features=vector, k=3)
+
+
+def test_bad_item_vector_files_are_one_line_errors(clcrec_run, tmp_path, capsys):
+    np.save(tmp_path / "text.npy", np.array(["a", "b"]))
+    np.save(tmp_path / "nan.npy", np.full(32, np.nan, dtype=np.float32))
+    for name in ("text.npy", "nan.npy"):
+        argv = ["recommend", "--run", str(clcrec_run), "--item-vector", str(tmp_path / name)]
+        assert main(argv) == 2
+        error = capsys.readouterr().err
+        assert error.startswith("coldbrew: error: item features") and error.count("\n") == 1
+
+
+def test_an_all_zero_item_vector_and_a_user_without_history_say_so(clcrec_run):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.warns(UserWarning, match="all zero"):
+        assert len(loaded.recommend(item_features=np.zeros(32), k=3)) == 3
+    dataset = loaded.dataset
+    counts = np.diff(dataset.train.indptr)
+    without = np.flatnonzero(counts == 0)
+    if len(without) == 0:  # the synthetic data gives every user history: take one's away
+        dataset.train.indices = dataset.train.indices[counts[0] :]
+        dataset.train.indptr = np.r_[0, dataset.train.indptr[1:] - counts[0]]
+        without = [0]
+    with pytest.warns(UserWarning, match="no training interactions, so this list is not personal"):
+        loaded.recommend(user=int(without[0]), k=3)
+
+
+def test_equal_scores_are_listed_in_id_order_whatever_k(clcrec_run, monkeypatch):
+    loaded = coldbrew.load_run(clcrec_run)
+    flat = torch.zeros(1, loaded.dataset.num_items)
+    flat[0, 50] = 1.0  # one item above, every other item tied
+    monkeypatch.setattr(loaded.model, "score_users", lambda users: flat.clone())
+    seen = set(loaded.dataset.train[3].indices.tolist())
+    unseen = [item for item in range(loaded.dataset.num_items) if item not in seen and item != 50]
+    for k in (3, 10, 40):
+        items = [row["item"] for row in loaded.recommend(user=3, k=k)]
+        assert items == ([50] if 50 not in seen else []) + unseen[: k - (50 not in seen)]
+
+
+def test_a_string_user_id_and_empty_text_are_refused(clcrec_run):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.raises(ColdbrewError, match="user must be an integer id .*not '1'"):
+        loaded.recommend(user="1")
+    with pytest.raises(ColdbrewError, match="k must be at least 1 \\(an integer\\)"):
+        loaded.recommend(user=1, k=2.5)
+    with pytest.raises(ColdbrewError, match="item text is empty"):
+        loaded.recommend(item_text="  ")
+
+
+def test_a_multi_seed_run_names_a_seed_to_recommend_from(tmp_path, capsys):
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "seeds.json").write_text('{"seeds": [1, 2]}')  # as train --seeds 1,2
+    assert main(["recommend", "--run", str(tmp_path / "seeds"), "--user", "1"]) == 2
+    error = capsys.readouterr().err
+    assert "multi-seed run (seeds 1, 2)" in error
+    assert f"--run {tmp_path / 'seeds' / 'seed-1'}" in error
 
 
 def test_the_lm_recommender_ranks_users_for_a_new_items_text(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ def evaluate_embeddings(
     """
     from coldbrew.evaluation import evaluate_embeddings as _evaluate
 
+    _check_split(dataset, split)
     return _evaluate(dataset, user_vectors, item_vectors, split=split, ks=ks, **kwargs)
 
 
@@ -27,7 +28,15 @@ def evaluate_scores(dataset, score_users, split="val", ks=(10, 20, 50), **kwargs
     """Full-ranking metrics from a ``score_users(users) -> [B, num_items]`` callable."""
     from coldbrew.evaluation import evaluate_scores as _evaluate
 
+    _check_split(dataset, split)
     return _evaluate(dataset, score_users, split=split, ks=ks, **kwargs)
+
+
+def _check_split(dataset, split: str) -> None:
+    """A split the data does not have is an error here (the engine gives ``{}`` for it)."""
+    if not dataset.groups(split):
+        present = ", ".join(name for name, groups in dataset.splits.items() if groups) or "none"
+        raise DataError(f"{dataset.name} has no {split} split to evaluate (it has: {present})")
 
 
 def load_run(run_dir, *, data=None, device="auto"):

@@ -91,7 +91,10 @@ class TrainConfig:
     lr: float = option(0.002, "learning rate (original: 0.001)", above=0)
     weight_decay: float = option(0.0, "weight decay (biases and norms excluded)", minimum=0)
     batch_size: int = option(
-        2048, "samples per micro-batch (original: 256); auto: the largest that fits", minimum=1
+        2048,
+        "samples per micro-batch (original: 256); auto: the largest that fits",
+        minimum=1,
+        maximum=2**31 - 1,  # torch's int32 index limit; larger is a typo, not a batch
     )
     grad_accum: int = option(
         1, "micro-batches per optimizer step: effective batch = batch_size x N", minimum=1
@@ -107,6 +110,12 @@ class TrainConfig:
     top_k: int | None = option(None, "original flag: one more cut-off", minimum=1)
     early_stop_metric: str | None = option(
         None, "monitored metric, e.g. cold/recall@20 (default: cold recall@20, else all)"
+    )
+    cold_candidates: str = option(
+        "all",
+        "items a split's cold users are ranked over: all (every cold item, as CLCRec) or split "
+        "(the split's own cold items; the other split's are no candidate for any group)",
+        choices=("all", "split"),
     )
     patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
     eval_chunk_elements: int | None = option(
@@ -195,6 +204,8 @@ def check_device_name(name: str) -> None:
 
 def canonical_key(key: str) -> str:
     """``--batch-size``/``batch_size`` -> ``batch_size``; original names via ``ALIASES``."""
+    if not isinstance(key, str):  # YAML allows any key: ``? `` alone is a null one
+        raise ColdbrewError(f"option names are text, not {key!r}")
     if key in ALIASES:
         return ALIASES[key]
     key = key.replace("-", "_")
@@ -235,7 +246,7 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
 
     model = _model_name(layers)
     protocol = _last_value(layers, "protocol", TrainConfig.__dataclass_fields__["protocol"].default)
-    if protocol in PROTOCOL_DEFAULTS:
+    if isinstance(protocol, str) and protocol in PROTOCOL_DEFAULTS:  # else refused as typed
         defaults = PROTOCOL_DEFAULTS[protocol]
         section_fields = hints(MODELS[model].config)
         layers = (
@@ -314,14 +325,47 @@ def with_absent_options(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.safe_load``, except that a key given twice in one mapping is an error (PyYAML
+    keeps the last silently, so ``epochs: 1`` then ``epochs: 3`` trained 3 epochs)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, str | int | float | bool):
+                    continue  # an unhashable key: PyYAML's own error follows
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def describe_yaml_error(error: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: the problem and where it is."""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     try:
-        with open(path) as handle:
-            loaded = yaml.safe_load(handle) or {}
+        with open(path, encoding="utf-8") as handle:
+            loaded = yaml.load(handle, Loader=UniqueKeyLoader) or {}  # noqa: S506 - a SafeLoader
     except OSError as error:
         raise ColdbrewError(f"cannot read config {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ColdbrewError(f"config {path} is not UTF-8 text") from None
     except yaml.YAMLError as error:
-        raise ColdbrewError(f"config {path} is not valid YAML: {error}") from None
+        raise ColdbrewError(
+            f"config {path} is not valid YAML: {describe_yaml_error(error)}"
+        ) from None
     if not isinstance(loaded, dict):
         raise ColdbrewError(f"config {path} must be a mapping of option: value")
     return loaded

@@ -6,12 +6,13 @@ reads feature blocks) or, for CLCRec, its feature vector.
     run.recommend(user=42, k=10)                          # items for user 42
     run.recommend(item_text="Heat (1995). Genres: Action, Crime, Thriller.", k=20)  # users
 
-``coldbrew recommend --run R --user U | --item-text "..." [--item-features FILE.npy]`` does
+``coldbrew recommend --run R --user U | --item-text "..." [--item-vector FILE.npy]`` does
 the same from the command line.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +47,18 @@ class LoadedRun:
         new_item = item_text is not None or item_features is not None
         if (user is not None) == new_item:
             raise ColdbrewError("give either a user or a new item (its text and/or features)")
-        if k < 1:
-            raise ColdbrewError(f"k must be at least 1, not {k}")
+        if not is_integer(k) or k < 1:
+            raise ColdbrewError(f"k must be at least 1 (an integer), not {k!r}")
         if user is not None:
-            return self._items_for(user, k)
+            if not is_integer(user):
+                raise ColdbrewError(
+                    f"user must be an integer id (the data's own numbering), not {user!r}"
+                )
+            return self._items_for(int(user), k)
+        if item_text is not None and not item_text.strip():
+            raise ColdbrewError("item text is empty: give the new item's title, genres, plot ...")
+        if item_features is not None:
+            item_features = one_item_vector(item_features)
         return self._users_for(item_text, item_features, k)
 
     def _items_for(self, user: int, k: int) -> list[dict]:
@@ -59,8 +68,14 @@ class LoadedRun:
         with torch.no_grad():
             scores = self.model.score_users(users).float()[0]  # (num_items,)
         seen = dataset.train.indices[dataset.train.indptr[row] : dataset.train.indptr[row + 1]]
+        if len(seen) == 0:
+            warnings.warn(
+                f"user {user} has no training interactions, so this list is not personal: "
+                "it reflects only what the model learned about the items",
+                stacklevel=3,
+            )
         scores[torch.as_tensor(seen, dtype=torch.long, device=scores.device)] = -torch.inf
-        values, items = torch.topk(scores, min(k, dataset.num_items - len(seen)))
+        values, items = top_by_score_then_id(scores, min(k, dataset.num_items - len(seen)))
         cold = set(dataset.cold_items.tolist())
         texts = dataset.item_text
         return [
@@ -74,19 +89,54 @@ class LoadedRun:
             for rank, (score, item) in enumerate(zip(values.tolist(), items.tolist(), strict=True))
         ]
 
-    def _users_for(self, text, features, k: int) -> list[dict]:
+    def _users_for(self, text, features: np.ndarray | None, k: int) -> list[dict]:
         if features is not None:
-            features = torch.as_tensor(np.asarray(features, dtype=np.float32)).reshape(1, -1)
+            features = torch.as_tensor(features)  # (1, width)
         with torch.no_grad():
             vector = self.model.encode_items(
                 texts=None if text is None else [text], features=features
             )
             scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
-        values, users = torch.topk(scores, min(k, len(scores)))
+        values, users = top_by_score_then_id(scores, min(k, len(scores)))
         return [
             {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
             for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
         ]
+
+
+def is_integer(value) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def top_by_score_then_id(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` highest of ``scores`` (n,), equal scores in id order, as the evaluator ranks
+    them, so a list does not depend on ``k`` (``torch.topk`` orders ties arbitrarily)."""
+    values, order = torch.sort(scores, descending=True, stable=True)  # stable: lower id first
+    return values[:k], order[:k]
+
+
+def one_item_vector(features: np.ndarray | torch.Tensor) -> np.ndarray:
+    """A new item's features as a finite float32 ``(1, width)`` array, or a one-line error."""
+    array = features.detach().cpu().numpy() if isinstance(features, torch.Tensor) else features
+    array = np.asarray(array)
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise ColdbrewError(f"item features must be numbers, not {array.dtype} values")
+    if array.ndim != 1 and not (array.ndim == 2 and array.shape[0] == 1):
+        raise ColdbrewError(
+            f"item features of shape {array.shape}: give one item's vector, (width,) or (1, width)"
+        )
+    array = array.astype(np.float32).reshape(1, -1)
+    bad = int((~np.isfinite(array)).sum())
+    if bad:
+        raise ColdbrewError(
+            f"item features hold {bad} NaN or infinite value(s) of {array.size}: give finite numbers"
+        )
+    if array.size and not array.any():
+        warnings.warn(
+            "the item's features are all zero: its users are ranked from no content at all",
+            stacklevel=4,
+        )
+    return array
 
 
 def internal_id(source_ids: np.ndarray | None, wanted: int, what: str, count: int) -> int:
@@ -108,8 +158,15 @@ def source_id(source_ids: np.ndarray | None, row: int) -> int:
 def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "auto") -> LoadedRun:
     """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``."""
     from coldbrew.registry import model_spec
+    from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
     from coldbrew.training.run_evaluation import load_best_model
 
+    if is_multi_seed_run(run_dir):
+        seeds = saved_seeds(run_dir)
+        raise ColdbrewError(
+            f"{run_dir} is a multi-seed run (seeds {', '.join(map(str, seeds))}): recommend "
+            f"from one seed's run, e.g. --run {seed_dir(run_dir, seeds[0])}"
+        )
     config, dataset, model, target = load_best_model(run_dir, data=data, device=device)
     if model_spec(config.model).task != "recommendation":
         raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")

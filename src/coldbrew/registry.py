@@ -13,6 +13,7 @@ from typing import Any
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.blend_config import BlendOptions
+from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
@@ -96,6 +97,13 @@ MODELS: dict[str, ModelSpec] = {
         "a blend of trained runs' per-user standardised scores (coldbrew blend)",
         teacher="coldbrew.training.blend:blend_vectors",
         trains=False,
+    ),
+    "bpr": ModelSpec(
+        "bpr",
+        BPROptions,
+        "coldbrew.models.bpr:build",
+        "recommendation",
+        "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
     ),
 }
 

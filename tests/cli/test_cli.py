@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from coldbrew.cli import main
+from coldbrew.errors import ColdbrewError
 from coldbrew.training.run_evaluation import evaluate_run
 
 TINY = ["--data", "synthetic:small", "--batch-size", "512", "--num-neg", "8", "--quiet"]
@@ -96,6 +97,8 @@ def test_errors_are_one_line_and_leave_nothing(tmp_path, capsys):
         (["--ks", ""], "option 'ks'"),
         (["--seed", "-1"], "option 'seed' must be >= 0"),
         (["--seed", "99999999999"], "option 'seed' must be <= "),
+        (["--batch-size", "1000000000000"], "option 'batch_size' must be <= 2147483647"),
+        (["--seeds", ""], "--seeds needs at least one seed"),
         (["--log-every", "0"], "option 'log_every' must be >= 1"),
         (["--device", "foo"], "device must be"),
         (["--device", "CPU"], "device must be"),
@@ -208,6 +211,22 @@ def test_bench_sample_needs_no_features(capsys):
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["samples_per_second"] > 0
 
 
+def test_bench_on_data_without_any_feature_file(tmp_path, capsys):
+    # as the help's example on clcrec-movielens, whose feature files were never published
+    folder = write_clcrec_folder(tmp_path / "plain")
+    for name in ("feat_v.npy", "feat_a.pt", "feat_t.pt"):
+        (folder / name).unlink()
+    argv = ["bench", "sample", "--data", str(folder), "--trust-pickle", "--num-neg", "2"]
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["samples_per_second"] > 0
+    argv[1] = "train"
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1"]) == 2
+    assert "has no item features to train a model on: give --feature-dims" in (
+        capsys.readouterr().err
+    )
+    assert main([*argv, "--batch-size", "4", "--seconds", "0.1", "--feature-dims", "3,2"]) == 0
+
+
 def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
     assert (
         main(["profile", "--data", "synthetic:small", "--trace", str(tmp_path / "no" / "x.json")])
@@ -222,6 +241,15 @@ def test_profile_trace_and_tune_out_are_checked_first(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_tune_keeps_an_existing_preset_unless_forced(tmp_path, capsys):
+    preset = tmp_path / "fast.yaml"
+    preset.write_text("batch_size: 64\n")
+    assert main(["tune", "--data", "synthetic:small", "--out", str(preset), "--budget", "1"]) == 2
+    error = capsys.readouterr().err
+    assert f"--out {preset} exists: give another file name, or --force" in error
+    assert preset.read_text() == "batch_size: 64\n"
+
+
 def test_every_train_option_has_a_description(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
@@ -229,6 +257,16 @@ def test_every_train_option_has_a_description(capsys):
     assert "embedding size (default: 64)" in text
     assert "micro-batches per optimizer step" in text
     assert "no loader workers are needed" in text
+
+
+@pytest.mark.parametrize("command", ["train", "search", "tune", "profile", "memory"])
+def test_no_help_line_gives_its_default_twice(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.count("(default") > 1] == []
+    assert any("(default: all)" in line for line in lines)
 
 
 def test_train_help_for_a_named_model_shows_its_options_alone(capsys):
@@ -267,3 +305,37 @@ def test_evaluate_needs_a_run(tmp_path):
 
     with pytest.raises(ColdbrewError, match="not a coldbrew run"):
         evaluate_run(tmp_path)
+
+
+def test_version_prints_the_package_version(capsys):
+    from coldbrew.version import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"coldbrew {__version__}"
+
+
+def test_a_machine_failure_is_one_line_and_the_debug_variable_shows_the_traceback(
+    tmp_path, capsys, monkeypatch
+):
+    import coldbrew.cli as cli
+
+    def fail(args):
+        raise OSError(28, "No space left on device", str(tmp_path / "best.pt"))
+
+    monkeypatch.setattr(cli, "handler", lambda command: fail)
+    assert main(["doctor"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("coldbrew: error: No space left on device: ") and error.count("\n") == 1
+    assert "COLDBREW_DEBUG=1" in error
+    monkeypatch.setenv("COLDBREW_DEBUG", "1")
+    with pytest.raises(OSError, match="No space left"):
+        main(["doctor"])
+    monkeypatch.setattr(
+        cli,
+        "handler",
+        lambda command: lambda args: (_ for _ in ()).throw(ColdbrewError("bad value")),
+    )
+    with pytest.raises(ColdbrewError, match="bad value"):
+        main(["doctor"])

@@ -307,6 +307,50 @@ def test_convert_refuses_a_non_empty_destination(folder: Path, tmp_path: Path) -
     assert not [path for path in tmp_path.iterdir() if path.name.endswith(".partial")]
 
 
+def test_infinite_ids_are_refused_not_cast(tmp_path: Path) -> None:
+    write_folder(tmp_path / "data", pairs=True)
+    np.save(tmp_path / "data" / "train.npy", np.array([[0.0, 4.0], [1.0, np.inf]]))
+    with pytest.raises(DataError, match="expected integer ids, found dtype float64"):
+        clcrec_layout.load(tmp_path / "data", trust_pickle=True)
+
+
+def test_convert_into_a_read_only_place_is_one_line(
+    folder: Path, tmp_path: Path, monkeypatch, capsys
+):
+    import os
+
+    from coldbrew.cli import main
+
+    real_access = os.access
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # the tests may run as root, whom no mode keeps out: the folder says it is read-only
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: Path(path) != locked and real_access(path, mode)
+    )
+    monkeypatch.setattr(clcrec_layout, "load", lambda *a, **k: pytest.fail("loaded first"))
+    argv = ["data", "convert", "--trust-pickle", str(folder), str(locked / "deep" / "safe")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert (
+        error
+        == f"coldbrew: error: cannot write {locked / 'deep' / 'safe'}: {locked} is not a folder this user may write to\n"
+    )
+    # the write itself refused (a read-only file system): one line too, nothing left behind
+    monkeypatch.undo()
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(locked))
+
+    monkeypatch.setattr("tempfile.mkdtemp", refuse)
+    assert main(["data", "convert", "--trust-pickle", str(folder), str(locked / "safe")]) == 1
+    error = capsys.readouterr().err
+    assert (
+        error.startswith(f"coldbrew: error: Permission denied: {locked}") and error.count("\n") == 1
+    )
+    assert list(locked.iterdir()) == []
+
+
 def test_shared_clcrec_movielens(tmp_path: Path) -> None:
     path = shared_path("clcrec-movielens")
     with pytest.raises(DataError, match="--trust-pickle"):

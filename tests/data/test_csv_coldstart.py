@@ -193,6 +193,19 @@ def test_plain_pairs_take_the_vectorised_path_and_match_a_plain_reading(tmp_path
 
 @pytest.mark.parametrize(
     "text",
+    ["uid,iid,title\n1,2,a\n3,4,b\n", 'iid,"uid"\n2,1\n\n4,"3"\n', "uid,iid\n1, 2\n3 ,4\n"],
+)
+def test_other_well_formed_shapes_take_the_vectorised_path_too(tmp_path, monkeypatch, text):
+    path = tmp_path / "pairs.csv"
+    path.write_text(text)
+    with monkeypatch.context() as patch:
+        patch.setattr(csv_files, "_parse_lines", refuse_line_by_line)
+        users, items = read_pairs(path)
+    assert (users.tolist(), items.tolist()) == reference_pairs(path) == ([1, 3], [2, 4])
+
+
+@pytest.mark.parametrize(
+    "text",
     [
         "uid,iid,extra\n1,2,0\n3,4,0\n",  # an extra column
         "iid,uid\n2,1\n4,3\n",  # columns swapped
@@ -214,6 +227,7 @@ def test_every_other_shape_matches_the_plain_reading(tmp_path, text):
         ("0,16,5\n24\n", 2, 3),  # once read as the pairs (0, 16), (5, 24)
         ("1,2\n3\n4,5,6\n", 3, 1),  # six values on three lines: once three pairs
         ("1,2\n3,4,\n", 3, 3),  # a trailing comma is an empty third field
+        ("1,2,9\n3,4\n", 2, 3),  # pandas would take a longer first row's field as an index
         ('1,2\n"3,4"\n', 3, 1),  # one quoted field
     ],
 )
@@ -248,6 +262,10 @@ def test_a_row_with_the_wrong_number_of_fields_names_its_file_and_line(
         ({"train.csv": "uid,iid\n7,10\n7,x\n"}, r"train.csv, line 3: uid and iid must be integers"),
         (
             {"train.csv": "uid,iid\n7,10\n7.5,20\n"},
+            r"train.csv, line 3: uid and iid must be integers",
+        ),
+        (
+            {"train.csv": "uid,iid\n7,10\n7.0,20\n"},  # pandas reads 7.0 as a float column
             r"train.csv, line 3: uid and iid must be integers",
         ),
         ({"cold_val.csv": "uid,iid\n3,30\n3,30,1\n"}, r"cold_val.csv, line 3: expected 2 fields"),

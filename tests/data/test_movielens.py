@@ -5,17 +5,17 @@ from __future__ import annotations
 import hashlib
 import http.client
 import io
-import urllib.error
-import urllib.request
 import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 
-from coldbrew.data import load_dataset, movielens, resolve_data_path
-from coldbrew.data.movielens import _split_warm_per_user, download_ml100k, split_cold_start
+from coldbrew.data import load_dataset, ml100k_download, movielens, resolve_data_path
+from coldbrew.data.ml100k_download import download_ml100k
+from coldbrew.data.movielens import _split_warm_per_user, split_cold_start
 from coldbrew.errors import DataError
 from conftest import shared_path
 
@@ -164,6 +164,8 @@ def test_malformed_u_user_is_a_data_error(tmp_path):
         ({"ratings": "1\t1\t5\t1\n1\t99\t5\t1\n"}, r"u.data: item 99 is not in u.item"),
         ({"ratings": "1\t1\t5\t1\n1\tx\t5\t1\n"}, r"u.data, line 2: expected 4 integers"),
         ({"ratings": "1\t1\t5\n"}, r"u.data, line 1: expected 4 integers"),
+        ({"ratings": "1\t1\t5\t1\t9\n1\t2\t5\t1\n"}, r"u.data, line 1: expected 4 integers"),
+        ({"ratings": "1\t1\t5\t1\n1\t2\t5.0\t1\n"}, r"u.data, line 2: expected 4 integers"),
         ({"ratings": "\n"}, r"u.data: empty file"),
         ({"extra_items": "21|Short|line\n"}, r"u.item, line 21: expected 'id\|title"),
         (
@@ -224,27 +226,42 @@ def make_archive(root: Path, members: dict[str, bytes] | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def serve(monkeypatch, payload: bytes | Exception) -> list[str]:
-    """Make ``urlopen`` answer with ``payload``; returns the list of requested URLs."""
+class FakeResponse:
+    """What pooch's HTTP downloader reads of a ``requests`` response."""
+
+    def __init__(self, payload: bytes | Exception):
+        self.payload, self.headers = payload, {}
+
+    def raise_for_status(self) -> None:
+        pass
+
+    def iter_content(self, chunk_size: int):
+        if isinstance(self.payload, Exception):
+            raise self.payload
+        yield self.payload
+
+
+def serve(monkeypatch, payload: bytes | Exception, *, on_get: Exception | None = None) -> list[str]:
+    """Make ``requests.get`` answer with ``payload`` (or raise ``on_get``); returns the URLs."""
     requested: list[str] = []
 
-    def fake_urlopen(url, timeout=None):
+    def fake_get(url, timeout=None, **options):
         requested.append(url)
         assert timeout is not None
-        if isinstance(payload, Exception):
-            raise payload
-        return io.BytesIO(payload)
+        if on_get is not None:
+            raise on_get
+        return FakeResponse(payload)
 
-    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setattr(requests, "get", fake_get)
     return requested
 
 
 def test_download_verifies_unpacks_once_and_loads(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     requested = serve(monkeypatch, payload)
     target = download_ml100k(tmp_path / "cache" / "ml-100k")
-    assert requested == [movielens.ML100K_URL] and movielens.detect(target)
+    assert requested == [ml100k_download.ML100K_URL] and movielens.detect(target)
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []  # no leftovers
     assert download_ml100k(target) == target and len(requested) == 1
     assert load(target).num_items == NUM_ITEMS
@@ -252,7 +269,7 @@ def test_download_verifies_unpacks_once_and_loads(tmp_path, monkeypatch):
 
 def test_resolve_data_path_downloads_into_the_cache(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLDBREW_DATA", str(tmp_path / "empty"))
@@ -265,14 +282,15 @@ def test_checksum_mismatch_is_refused(tmp_path, monkeypatch):
     serve(monkeypatch, payload)
     actual = hashlib.sha256(payload).hexdigest()
     with pytest.raises(
-        DataError, match=f"SHA-256 {actual} does not match the published {movielens.ML100K_SHA256}"
+        DataError,
+        match=f"SHA-256 {actual} does not match the published {ml100k_download.ML100K_SHA256}",
     ):
         download_ml100k(tmp_path / "cache" / "ml-100k")
     assert list((tmp_path / "cache").iterdir()) == []
 
 
 def test_network_failure_explains_what_to_do(tmp_path, monkeypatch):
-    serve(monkeypatch, urllib.error.URLError("no route to host"))
+    serve(monkeypatch, b"", on_get=requests.ConnectionError("no route to host"))
     with pytest.raises(DataError, match=r"download failed: .*no route to host.*set COLDBREW_DATA"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
 
@@ -283,25 +301,43 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def test_a_transfer_cut_short_is_a_data_error_and_leaves_nothing(tmp_path, monkeypatch):
-    class CutShort(io.BytesIO):
-        def read(self, size=-1):
-            raise http.client.IncompleteRead(b"PK\x03\x04", 5_000_000)
-
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: CutShort())
+    cut = http.client.IncompleteRead(b"PK\x03\x04", 5_000_000)
+    serve(monkeypatch, requests.exceptions.ChunkedEncodingError(cut))
     with pytest.raises(DataError, match=r"download failed: IncompleteRead.*set COLDBREW_DATA"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
     assert leftovers(tmp_path / "cache") == []
 
 
-def test_a_real_urlopen_of_a_local_file_url(tmp_path, monkeypatch):
+@pytest.fixture
+def local_server(tmp_path):
+    """An HTTP server on the loopback address serving ``tmp_path / "served"``; its base URL."""
+    import functools
+    import http.server
+    import threading
+
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    (tmp_path / "served").mkdir()
+    handler = functools.partial(QuietHandler, directory=str(tmp_path / "served"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_real_download_from_a_local_server(tmp_path, monkeypatch, local_server):
     payload = make_archive(tmp_path)
-    (tmp_path / "mirror.zip").write_bytes(payload)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
-    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "missing.zip").as_uri())
-    with pytest.raises(DataError, match=r"download failed: .*missing.zip"):
+    (tmp_path / "served" / "mirror.zip").write_bytes(payload)
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_URL", f"{local_server}/missing.zip")
+    with pytest.raises(DataError, match=r"download failed: 404 .*missing.zip"):
         download_ml100k(tmp_path / "cache" / "ml-100k")
     assert leftovers(tmp_path / "cache") == []
-    monkeypatch.setattr(movielens, "ML100K_URL", (tmp_path / "mirror.zip").as_uri())
+    monkeypatch.setattr(ml100k_download, "ML100K_URL", f"{local_server}/mirror.zip")
     target = download_ml100k(tmp_path / "cache" / "ml-100k")
     assert leftovers(tmp_path / "cache") == [
         "ml-100k",
@@ -310,6 +346,17 @@ def test_a_real_urlopen_of_a_local_file_url(tmp_path, monkeypatch):
         "ml-100k/u.item",
     ]
     assert load(target).num_items == NUM_ITEMS
+
+
+def test_a_kept_archive_with_another_digest_is_fetched_again(tmp_path, monkeypatch):
+    payload = make_archive(tmp_path)
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    requested = serve(monkeypatch, payload)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "ml-100k.zip").write_bytes(b"an older, damaged archive")
+    target = download_ml100k(tmp_path / "cache" / "ml-100k")
+    assert len(requested) == 1 and load(target).num_items == NUM_ITEMS
+    assert (tmp_path / "cache" / "ml-100k.zip").read_bytes() == payload
 
 
 def test_a_cache_that_cannot_be_written_is_a_data_error(tmp_path, monkeypatch):
@@ -321,7 +368,7 @@ def test_a_cache_that_cannot_be_written_is_a_data_error(tmp_path, monkeypatch):
 
 def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
     payload = make_archive(tmp_path)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     requested = serve(monkeypatch, payload)
 
     def disk_full(bundle, destination):
@@ -347,7 +394,7 @@ def test_a_failed_unpack_keeps_only_the_verified_archive(tmp_path, monkeypatch):
 )
 def test_bad_archives_are_refused(tmp_path, monkeypatch, members, message):
     payload = make_archive(tmp_path, members)
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     with pytest.raises(DataError, match=message):
         download_ml100k(tmp_path / "cache" / "ml-100k")
@@ -356,7 +403,7 @@ def test_bad_archives_are_refused(tmp_path, monkeypatch, members, message):
 
 def test_not_a_zip_is_removed(tmp_path, monkeypatch):
     payload = b"<html>maintenance</html>"
-    monkeypatch.setattr(movielens, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
+    monkeypatch.setattr(ml100k_download, "ML100K_SHA256", hashlib.sha256(payload).hexdigest())
     serve(monkeypatch, payload)
     with pytest.raises(DataError, match="not a valid zip"):
         download_ml100k(tmp_path / "cache" / "ml-100k")

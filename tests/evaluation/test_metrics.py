@@ -9,11 +9,11 @@ import torch
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import (
+    MetricSums,
     check_ks,
     mean_metrics,
     metric_names,
     metric_sums,
-    metric_sums_by_row_block,
     per_user_metrics,
 )
 
@@ -126,7 +126,7 @@ def test_block_sums_equal_per_user_metrics_summed(width):
     hits = torch.rand(3, 40, width, generator=generator) < 0.3
     positives = torch.randint(1, 12, (3, 40), generator=generator)
     ks = (1, 5, 20)
-    blocks = metric_sums_by_row_block(hits, positives, ks)
+    blocks = MetricSums(positives, ks, hits.shape[-1])(hits)
     assert blocks.shape == (3, len(metric_names(ks)))
     for index in range(3):
         expected = metric_sums(hits[index], positives[index], ks)
@@ -137,5 +137,5 @@ def test_block_sums_by_hand():
     # one user, 2 positives, hits at ranks 1 and 3 of 3 (the first test above), K = 3:
     # precision 2/3, recall 1, NDCG 1.5 / 1.6309, hit 1
     hits = torch.tensor([[[True, False, True]]])
-    sums = metric_sums_by_row_block(hits, torch.tensor([[2]]), ks=(3,))
+    sums = MetricSums(torch.tensor([[2]]), (3,), hits.shape[-1])(hits)
     assert sums[0].tolist() == pytest.approx([2 / 3, 1.0, 1.5 / (1 + 1 / math.log2(3)), 1.0])

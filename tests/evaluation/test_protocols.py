@@ -11,9 +11,10 @@ import scipy.sparse as sp
 import torch
 
 from coldbrew.data.dataset import Dataset
-from coldbrew.evaluation import evaluate_dataset, original_improved, original_monitor
+from coldbrew.evaluation import evaluate_dataset, original_improved
 from coldbrew.evaluation.protocols import ORIGINAL_MASK_VALUE, check_protocol, mask_value
 from coldbrew.tasks.base import Monitor
+from coldbrew.tasks.recommendation import original_monitor
 
 
 def original_metric_py(

@@ -11,9 +11,9 @@ import torch
 
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.evaluation import evaluate_embeddings, evaluate_scores, full_ranking
-from coldbrew.evaluation.plan import make_plan
-from coldbrew.evaluation.ranking import block_columns, chunk_rows
+from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings, evaluate_scores
+from coldbrew.evaluation.engine import block_columns, chunk_rows
+from coldbrew.evaluation.plan import make_part
 from coldbrew.evaluation.sources import EmbeddingScores
 
 NUM_USERS, NUM_ITEMS, NUM_COLD = 40, 60, 15
@@ -100,26 +100,19 @@ def test_vectorized_matches_per_user_loop(group, ks, chunking):
     expected = reference_metrics(
         (users @ items.T).numpy(), dataset.train, positives, candidates, ks
     )
-    result = full_ranking(
-        dataset.train,
-        positives,
-        user_vectors=users,
-        item_vectors=items,
-        candidates=candidates,
-        ks=ks,
-        **chunking,
-    )
+    result = evaluate_embeddings(dataset, users, items, "val", ks, **chunking)[group]
     assert result == pytest.approx(expected, abs=1e-9)
 
 
 def test_small_budget_really_cuts_columns():
     dataset = make_dataset()
     users, items = random_vectors()
-    plan = make_plan(dataset.train, dataset.splits["val"]["all"], None, torch.device("cpu"))
+    evaluated = np.arange(NUM_USERS - 5)
+    part = make_part(dataset.train, evaluated, np.arange(NUM_ITEMS), torch.device("cpu"))
     source = EmbeddingScores(users, items)
-    rows = chunk_rows(source, len(plan.users), NUM_ITEMS, chunk_elements=64, user_chunk=None)
-    columns = block_columns(source, plan.part, rows, top=10, chunk_elements=64)
-    assert rows == len(plan.users) and columns == 10 < NUM_ITEMS
+    rows = chunk_rows(source, len(evaluated), NUM_ITEMS, chunk_elements=64, user_chunk=None)
+    columns = block_columns(source, part, rows, top=10, chunk_elements=64)
+    assert rows == len(evaluated) and columns == 10 < NUM_ITEMS
 
 
 def test_score_users_matches_embeddings_on_every_group():
@@ -145,17 +138,13 @@ def test_score_users_matches_embeddings_on_every_group():
 def test_progress_bar_over_users_only_when_labelled(capsys):
     dataset = make_dataset()
     users, items = random_vectors()
-    positives = dataset.splits["test"]["all"]
-    options = {"user_vectors": users, "item_vectors": items, "user_chunk": 4}
-    quiet = full_ranking(dataset.train, positives, **options)
+    quiet = evaluate_embeddings(dataset, users, items, "test", user_chunk=4)
     assert capsys.readouterr().err == ""
-    shown = full_ranking(dataset.train, positives, **options, progress="test all")
-    assert "test all" in capsys.readouterr().err
+    shown = evaluate_embeddings(dataset, users, items, "test", user_chunk=4, progress=True)
+    assert "evaluate test" in capsys.readouterr().err
     assert shown == quiet
-    # the dataset-level helpers only pass the flag through; metrics do not change
-    assert evaluate_embeddings(dataset, users, items, split="test", progress=True) == (
-        evaluate_embeddings(dataset, users, items, split="test")
-    )
+    evaluate_embeddings(dataset, users, items, split="test", progress=True)
+    assert capsys.readouterr().err == ""  # one chunk: nothing to show
 
 
 def test_score_users_method_of_a_module_gets_users_on_its_device():
@@ -243,14 +232,7 @@ def test_cold_group_with_fewer_cold_items_than_k():
     dataset = make_dataset()
     users, items = random_vectors()
     positives = dataset.splits["val"]["cold"]
-    result = full_ranking(
-        dataset.train,
-        positives,
-        user_vectors=users,
-        item_vectors=items,
-        candidates=dataset.cold_mask,
-        ks=(50,),
-    )
+    result = evaluate_embeddings(dataset, users, items, "val", ks=(50,))["cold"]
     expected = reference_metrics(
         (users @ items.T).numpy(), dataset.train, positives, dataset.cold_items, (50,)
     )
@@ -287,17 +269,9 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ColdbrewError, match="NaN or infinite"):
         evaluate_scores(dataset, lambda batch: torch.full((len(batch), NUM_ITEMS), float("nan")))
     with pytest.raises(ColdbrewError, match="not both"):
-        full_ranking(
-            dataset.train, dataset.train, user_vectors=users, item_vectors=items, score_users=len
-        )
-    with pytest.raises(ColdbrewError, match="out of range"):
-        full_ranking(
-            dataset.train,
-            dataset.train,
-            user_vectors=users,
-            item_vectors=items,
-            candidates=[NUM_ITEMS],
-        )
+        evaluate_dataset(dataset, user_vectors=users, item_vectors=items, score_users=len)
+    with pytest.raises(ColdbrewError, match="'cold_candidates' is 'own'; expected all or split"):
+        evaluate_embeddings(dataset, users, items, cold_candidates="own")
 
 
 @pytest.mark.gpu

@@ -30,6 +30,17 @@ def test_num_neg_defaults_follow_the_loss():
     assert LMConfig(loss="infonce", num_neg=4).resolved_num_neg() == 4
 
 
+def test_a_runs_saved_settings_record_the_negatives_it_drew_not_null():
+    from coldbrew.config import config_yaml, make_config
+
+    for loss, expected in (("infonce", 128), ("bpr", 1)):
+        config = make_config({"model": "lm", "loss": loss})
+        assert config.to_dict()["lm"]["num_neg"] == expected
+        assert f"num_neg: {expected}\n" in config_yaml(config)
+    # a run saved with null (before) reads back as the same number
+    assert make_config({"model": "lm", "lm": {"num_neg": None}}).model_options.num_neg == 128
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -31,3 +31,40 @@ def test_bench_train_passes_the_neighbor_terms_negatives(capsys):
     assert main([*argv, "--neighbor-loss", "--neighbor-negatives", "0", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["neighbor_loss"] is True and result["neighbor_negatives"] == 0
+
+
+def test_bench_times_each_variant_in_turn_with_its_own_options(capsys):
+    argv = ["bench", "train", "--data", "synthetic:users=60,items=40", "--num-neg", "4"]
+    argv += ["--batch-size", "32", "--seconds", "0.1", "--warmup", "1", "--device", "cpu"]
+    argv += ["--against", "batch_size=16", "--against", "num-neg=8,dim=16"]
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    smaller, wider = result["variants"]["batch_size=16"], result["variants"]["num-neg=8,dim=16"]
+    assert (smaller["batch_size"], smaller["num_neg"]) == (16, 4)
+    assert (wider["batch_size"], wider["num_neg"]) == (32, 8)
+    assert result["calls"] >= 3 and smaller["calls"] == result["calls"] == wider["calls"]
+    # medians: samples/s is the batch over the median call, the ratio the two rates'
+    assert smaller["samples_per_second"] == pytest.approx(16 / smaller["seconds_per_call"])
+    assert result["samples_per_second"] == pytest.approx(32 / result["seconds_per_call"])
+    ratio = wider["samples_per_second"] / result["samples_per_second"]
+    assert wider["throughput_over_base"] == pytest.approx(ratio)
+
+
+@pytest.mark.parametrize(
+    ("against", "named"),
+    [("data=ml-100k", "cannot change data"), ("lm", "OPTION=VALUE"), ("=3", "OPTION=VALUE")],
+)
+def test_bench_refuses_a_variant_it_cannot_run_beside_the_run(capsys, against, named):
+    argv = ["bench", "train", "--data", "synthetic:small", "--against", against]
+    assert main(argv) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_variant_flags_keep_commas_inside_a_value():
+    from coldbrew.cli.bench import variant_flags
+
+    assert variant_flags("model=lm,lora=8,16,lm-mode=dynamic") == {
+        "model": "lm",
+        "lora": "8,16",
+        "lm_mode": "dynamic",
+    }

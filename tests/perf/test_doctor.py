@@ -75,7 +75,7 @@ def test_a_failing_measurement_becomes_a_note():
     assert notes == ["matmul failed: ZeroDivisionError: division by zero"]
 
 
-def test_host_memory_reads_meminfo():
+def test_host_memory_is_total_and_available_ram():
     memory = host_memory()
     assert memory["total_bytes"] >= memory["available_bytes"] > 0
 
@@ -103,3 +103,15 @@ def test_gpu_parts_are_measured(report):
 def test_compile_check_on_the_gpu():
     result = doctor.compile_check(torch.device("cuda"), timeout=120)
     assert result["works"], result["error"]
+
+
+@pytest.mark.parametrize(
+    "flags", [["--seconds", "-1"], ["--seconds", "nan"], ["--compile-timeout", "0"]]
+)
+def test_doctor_refuses_times_that_are_not_positive(flags, capsys):
+    from coldbrew.cli import main
+
+    assert main(["doctor", *flags]) == 2
+    error = capsys.readouterr().err
+    assert f"{flags[0]} must be a positive number of seconds, not" in error
+    assert error.count("\n") == 1

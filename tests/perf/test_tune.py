@@ -215,3 +215,18 @@ def test_tune_on_a_gpu_finds_a_batch_and_writes_the_preset(tmp_path, capsys):
     assert best["fits"] and yaml.safe_load(preset.read_text())["batch_size"] == best["batch_size"]
     assert all(c["peak_memory_bytes"] > 0 for c in report["candidates"] if c["fits"])
     assert len(report["candidates"]) >= 2  # it grew past the given batch
+
+
+def test_the_tune_table_labels_binary_sizes_as_such():
+    from coldbrew.perf.tables import tune_table
+
+    candidate = {"batch_size": 64, "compile": False, "samples_per_second": 10.0, "fits": True}
+    candidate |= {"step_seconds": 0.01, "note": "", "peak_memory_bytes": 3 * 2**30}
+    report = {
+        "device": "cpu",
+        "budget_seconds": 1,
+        "given_batch_size": 64,
+        "candidates": [candidate],
+    }
+    report |= {"best": candidate, "out": None, "notes": [], "lr_warning": None}
+    assert "3.00 GiB" in tune_table(report)

@@ -74,6 +74,11 @@ def test_cli_compare_and_its_refusal(tmp_path, capsys):
     with pytest.raises(ColdbrewError, match="no results.json"):
         compare_table([str(tmp_path / "missing")])
     assert main(["compare", str(tmp_path / "missing")]) == 2
+    capsys.readouterr()
+    assert main(["compare", first, "--metric", "bogus"]) == 2
+    error = capsys.readouterr().err
+    assert "--metric 'bogus' is in none of these runs' results" in error
+    assert "e.g. val/" in error and error.count("\n") == 1
 
 
 def test_evaluate_names_the_seed_runs_of_a_multi_seed_run(tmp_path, capsys):

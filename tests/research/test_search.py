@@ -115,3 +115,27 @@ def test_space_parsing_and_checks():
             parse_space(mapping)
     with pytest.raises(ColdbrewError, match="model cannot be searched"):
         search(({},), parse_space({"model": {"categorical": ["clcrec"]}}), "unused", trials=1)
+
+
+def test_an_interrupted_trial_is_retried_with_its_settings_at_most_three_times():
+    optuna = require("optuna")
+    from optuna.trial import TrialState
+
+    from coldbrew.research.search import MAX_RETRIES, retry_interrupted
+
+    study = optuna.create_study(study_name="coldbrew")  # in memory
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)
+    study.ask({"lr": lr})  # killed while running
+    lines: list[str] = []
+    for attempt in range(MAX_RETRIES + 1):
+        retry_interrupted(study, lines.append)
+        waiting = study.get_trials(states=(TrialState.WAITING,))
+        if attempt == MAX_RETRIES:
+            assert waiting == [] and lines[-1].endswith(f"given up after {MAX_RETRIES} retries")
+            break
+        assert len(waiting) == 1 and waiting[0].params == study.trials[0].params
+        assert lines[-1].endswith("its settings queued again")
+        study.ask()  # the retry starts (WAITING -> RUNNING) and is killed again
+    states = [trial.state for trial in study.trials]
+    assert states == [TrialState.FAIL] * (MAX_RETRIES + 1)
+    assert study.user_attrs["interrupted"] == list(range(MAX_RETRIES + 1))

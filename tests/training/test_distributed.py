@@ -97,7 +97,7 @@ def test_a_two_rank_run_writes_one_run_and_evaluates_like_one_process(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     names = sorted(p.name for p in run.iterdir() if not p.name.startswith("events.out.tfevents."))
     assert names == [
-        ".lock", "best.pt", "config.yaml", "curves.png", "last.pt", "results.json", "train.log"
+        "best.pt", "config.yaml", "curves.png", "last.pt", "results.json", "train.log"
     ]  # fmt: skip
     assert len(list(run.glob("events.out.tfevents.*"))) == 1  # rank 0 alone logs the curves
     results = json.loads((run / "results.json").read_text())
@@ -203,6 +203,33 @@ def test_the_injection_variable_is_checked(monkeypatch):
 
     monkeypatch.setenv("COLDBREW_INJECT_OOM", "3, 10")
     assert injected_steps() == {3, 10}
-    monkeypatch.setenv("COLDBREW_INJECT_OOM", "soon")
-    with pytest.raises(ColdbrewError, match="COLDBREW_INJECT_OOM must be"):
-        injected_steps()
+    for wrong in ("soon", "-5", "3,-1", ","):
+        monkeypatch.setenv("COLDBREW_INJECT_OOM", wrong)
+        with pytest.raises(ColdbrewError, match="COLDBREW_INJECT_OOM must be .*0 or more"):
+            injected_steps()
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("COLDBREW_INJECT_OOM", "-5", "COLDBREW_INJECT_OOM must be optimizer step numbers"),
+        ("COLDBREW_KEEP_FREED_MEMORY", "banana", "COLDBREW_KEEP_FREED_MEMORY must be 0 or 1"),
+    ],
+)
+def test_bad_environment_variables_are_refused_before_the_run_starts(
+    tmp_path, monkeypatch, capsys, variable, value, message
+):
+    from coldbrew.cli import main
+
+    monkeypatch.setenv(variable, value)
+    assert main(["train", "--data", "synthetic:small", "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_injected_step_the_run_never_reaches_is_said(tmp_path, monkeypatch):
+    dataset = load_dataset("synthetic:small", seed=5)
+    monkeypatch.setenv("COLDBREW_INJECT_OOM", "99999")
+    with pytest.warns(UserWarning, match="step\\(s\\) 99999, which this run never reached"):
+        train(make_config(FAST), tmp_path / "run", dataset=dataset)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from coldbrew.cli import main
 from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
 from coldbrew.training.run import train
 from coldbrew.training.run_evaluation import evaluate_run
 
@@ -45,6 +48,19 @@ def test_rescoring_a_run_under_each_protocol(tmp_path, capsys):
     assert theirs["metrics"]["val"]["cold"] != ours["metrics"]["val"]["cold"]
     with pytest.raises(SystemExit):  # argparse refuses an unknown protocol
         main(["evaluate", "--run", str(run), "--protocol", "nope"])
+    assert ours["cold_candidates"] == "all"  # the run's own (the default)
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--cold-candidates", "split", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cold_candidates"] == "split"
+    saved = json.loads((run / "evaluation.json").read_text())
+    assert saved["cold_candidates"] == "split"
+
+
+def test_cold_candidates_is_a_run_option(tmp_path):
+    assert make_config().cold_candidates == "all"
+    assert make_config({"cold_candidates": "split"}).cold_candidates == "split"
+    with pytest.raises(ColdbrewError, match="cold_candidates"):
+        make_config({"cold_candidates": "own"})
 
 
 def test_distinct_negatives_need_enough_free_items(tmp_path):

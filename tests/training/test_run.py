@@ -57,10 +57,13 @@ def test_resume_of_a_run_stopped_in_its_first_epoch_starts_it_again(dataset, tmp
 
     with pytest.raises(KeyboardInterrupt):
         train(make_config(FAST), tmp_path / "run", dataset=dataset, on_epoch_end=crash)
+    assert not (tmp_path / "run" / ".lock").exists()  # released and removed on the way out
     (tmp_path / "run" / LAST).unlink()  # as if killed before the first checkpoint
     (tmp_path / "run" / "best.pt").unlink()
+    (tmp_path / "run" / ".lock").write_text("process 1")  # left by a process killed with -9
     results = train(make_config(FAST), tmp_path / "run", dataset=dataset, resume=True)
     assert results["epochs_run"] == 1
+    assert not (tmp_path / "run" / ".lock").exists()
     assert (
         "no checkpoint yet: starting it again from epoch 1"
         in (tmp_path / "run" / "train.log").read_text()
@@ -74,6 +77,37 @@ def test_a_second_process_on_a_run_directory_is_refused(tmp_path):
                 pass
     with RunLock(tmp_path):  # released: usable again
         pass
+
+
+def hold_the_lock_in_turns(run_dir: str, rounds: int) -> int:
+    """Take the lock ``rounds`` times; inside, claim ``inside`` exclusively (O_EXCL): a second
+    holder at the same moment would fail to create it. Returns how often the lock was busy."""
+    import os
+    from pathlib import Path
+
+    busy, done = 0, 0
+    while done < rounds:
+        try:
+            with RunLock(Path(run_dir)):
+                marker = os.open(os.path.join(run_dir, "inside"), os.O_CREAT | os.O_EXCL)
+                os.close(marker)
+                os.unlink(os.path.join(run_dir, "inside"))
+                done += 1
+        except ColdbrewError:
+            busy += 1
+    return busy
+
+
+def test_removing_the_lock_file_keeps_the_lock_exclusive(tmp_path):
+    # three processes take and release (and so remove) the lock in a tight loop: a process that
+    # locked a file its holder then removed must not hold it beside one that made a new file
+    # (removing the file after releasing it, not before, fails here: FileExistsError on inside)
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        busy = pool.starmap(hold_the_lock_in_turns, [(str(tmp_path), 300)] * 3)
+    assert sum(busy) > 0  # they did contend
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
 def test_atomic_writes_use_unique_temporaries(tmp_path, monkeypatch):
@@ -235,3 +269,47 @@ def test_a_diverging_loss_stops_the_run_and_says_why(dataset, tmp_path):
     assert results["stopped"] == "diverged" and results["history"] == []
     assert results["processes"] == 1
     assert "diverged" in (tmp_path / "run" / "train.log").read_text()
+
+
+def test_a_full_disk_while_saving_leaves_the_previous_checkpoint_and_results(
+    tmp_path, monkeypatch, capsys
+):
+    import errno
+
+    import coldbrew.training.checkpoint as checkpoint
+    from coldbrew.cli import main
+
+    run = tmp_path / "run"
+    argv = ["train", "--data", "synthetic:small", "--num-neg", "8", "--quiet", "--epochs", "1"]
+    assert main([*argv, "--out", str(run)]) == 0
+    before = {path.name: path.read_bytes() for path in run.iterdir() if path.suffix != ".log"}
+
+    def fill_the_disk(payload, handle):
+        handle.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.torch, "save", fill_the_disk)
+    assert main(["train", "--resume", str(run), "--epochs", "2", "--quiet"]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "No space left on device" in error
+    assert f"cannot write {run}/" in error and "the previous one is intact" in error
+    for name in (LAST, "best.pt", "results.json"):
+        assert (run / name).read_bytes() == before[name], name
+    assert not [path for path in run.iterdir() if path.name.endswith(".tmp")]
+
+
+def test_written_files_take_the_umask_not_a_private_mode(tmp_path):
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "results.json", lambda handle: handle.write(b"{}"))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "results.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_batch_larger_than_the_training_data_is_said(dataset, tmp_path):
+    samples = int(dataset.train.nnz)
+    with pytest.warns(UserWarning, match=f"more than the {samples:,} training samples"):
+        train(make_config(FAST, {"batch_size": samples + 1}), tmp_path / "run", dataset=dataset)

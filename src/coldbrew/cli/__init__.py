@@ -22,9 +22,13 @@ Nothing here imports torch until a command runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from coldbrew.errors import ColdbrewError
+
+# COLDBREW_DEBUG=1: errors raise with their traceback instead of the one-line message
+DEBUG_VARIABLE = "COLDBREW_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    from coldbrew.version import __version__
+
+    parser.add_argument("--version", action="version", version=f"coldbrew {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     runs.add_parsers(commands)
     research.add_parsers(commands)
@@ -73,15 +80,30 @@ def main(argv: list[str] | None = None) -> int:
     focus_help_on(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
         with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
             return handler(args.command)(args)
     except ColdbrewError as error:
+        if debug:
+            raise
         print(f"coldbrew: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # the machine's fault (disk full, no permission): one line too
+        if debug:
+            raise
+        print(f"coldbrew: error: {describe_os_error(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("coldbrew: interrupted", file=sys.stderr)
         return 130
+
+
+def describe_os_error(error: OSError) -> str:
+    """``No space left on device: runs/x/best.pt (...)`` from an ``OSError``: one line."""
+    reason = error.strerror or str(error) or type(error).__name__
+    where = f" {error.filename}" if error.filename else ""
+    return f"{reason}{':' if where else ''}{where} (set {DEBUG_VARIABLE}=1 for the traceback)"
 
 
 class one_line_warnings:

@@ -14,7 +14,9 @@ def add_parser(commands) -> None:
         help="measure the sampler, training steps or evaluation",
         description="Measure one part on your data and print one JSON line.\n\nExamples:\n"
         "  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json\n"
-        "  coldbrew bench sample --data ../shared/data/clcrec-movielens --trust-pickle --num-neg 128",
+        "  coldbrew bench sample --data ../shared/data/clcrec-movielens --trust-pickle --num-neg 128\n"
+        "  coldbrew bench train --data ml-1m-coldstart --against model=lm "
+        "--against neighbor_loss=true,neighbor_negatives=0",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
@@ -50,6 +52,14 @@ def add_parser(commands) -> None:
         help="with --neighbor-loss: the term's negatives per user (default 255; 0: all)",
     )
     bench.add_argument("--seed", default="1", help="seed (default 1)")
+    bench.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE[,...]",
+        help="also time the run with these options changed, its calls in turn with the run's "
+        "in one process, on the same data and rows (repeatable)",
+    )
     bench.add_argument("--json", action="store_true", help="print only the JSON line")
 
 
@@ -67,6 +77,33 @@ def feature_widths(text: str | None) -> list[int] | None:
             f"--feature-dims must be positive widths like 2048,128,100, not {text!r}"
         )
     return widths
+
+
+# the variants share the run's dataset and device
+SHARED_OPTIONS = ("data", "features", "trust_pickle", "device", "feature_dims")
+
+
+def variant_flags(text: str) -> dict[str, str]:
+    """``"model=lm,lora=8,16"`` -> ``{"model": "lm", "lora": "8,16"}``: a piece without ``=``
+    continues the previous value."""
+    flags: dict[str, str] = {}
+    key = None
+    for piece in text.split(","):
+        if "=" in piece:
+            key, value = piece.split("=", 1)
+            key = key.strip().lstrip("-").replace("-", "_")
+            flags[key] = value.strip()
+        elif key is not None:
+            flags[key] += "," + piece.strip()
+        if key is None or not key:
+            raise ColdbrewError(f"--against must be OPTION=VALUE[,OPTION=VALUE...], not {text!r}")
+    shared = [key for key in flags if key in SHARED_OPTIONS]
+    if shared:
+        raise ColdbrewError(
+            f"--against cannot change {shared[0]} (every variant runs on the run's data and "
+            f"device), in {text!r}"
+        )
+    return flags
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,16 +132,28 @@ def run(args: argparse.Namespace) -> int:
         flags["neighbor_negatives"] = args.neighbor_negatives
     elif args.neighbor_negatives is not None:
         raise ColdbrewError("--neighbor-negatives applies with --neighbor-loss")
-    config = make_config(Flags({k: v for k, v in flags.items() if v is not None}))
+    flags = {k: v for k, v in flags.items() if v is not None}
+    config = make_config(Flags(flags))
+    variants = {text: make_config(Flags({**flags, **variant_flags(text)})) for text in args.against}
     from coldbrew.perf.bench import run_bench
 
     result = run_bench(
-        args.what, config, feature_widths=widths, seconds=args.seconds, warmup=args.warmup
+        args.what,
+        config,
+        feature_widths=widths,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        variants=variants,
     )
     if not args.json:
         print(
             f"{args.what}: {result['samples_per_second']:,.0f} samples/s over "
             f"{result['seconds']:.2f}s on {result['device']}"
         )
+        for name, row in result.get("variants", {}).items():
+            print(
+                f"  {name}: {row['samples_per_second']:,.0f} samples/s, "
+                f"{row['throughput_over_base']:.2f}x the run's"
+            )
     print(json.dumps(result))
     return 0

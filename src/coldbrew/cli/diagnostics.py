@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ def add_parsers(commands) -> None:
     tune = add("tune", "find the fastest batch size (and --compile) that fits; write a YAML preset")
     tune.add_argument("--config", help="YAML preset to start from; flags override it")
     tune.add_argument("--out", required=True, metavar="FILE.yaml", help="preset to write")
+    tune.add_argument("--force", action="store_true", help="replace --out if it exists")
     tune.add_argument(
         "--budget", type=float, default=120.0, help="seconds for the whole search (default 120)"
     )
@@ -141,6 +143,9 @@ def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
 def doctor_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.perf.doctor import run_doctor
 
+    for flag, value in (("--seconds", args.seconds), ("--compile-timeout", args.compile_timeout)):
+        if not (value > 0 and math.isfinite(value)):
+            raise ColdbrewError(f"{flag} must be a positive number of seconds, not {value}")
     return run_doctor(
         seconds=args.seconds, check_compile=args.compile_check, compile_timeout=args.compile_timeout
     )
@@ -170,6 +175,10 @@ def tune_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.training.run import load_run_dataset
 
     check_writable_file(Path(args.out), "--out")
+    if Path(args.out).exists() and not args.force:
+        raise ColdbrewError(
+            f"--out {args.out} exists: give another file name, or --force to replace it"
+        )
     if not args.budget > 0:
         raise ColdbrewError(f"--budget must be positive, not {args.budget}")
     config = make_config(*config_layers(args))

@@ -35,12 +35,12 @@ def _flags(name: str, aliases: dict[str, list[str]]) -> list[str]:
 def _add(group, spec: dataclasses.Field, default, aliases, shown: bool = True) -> None:
     kind = str(spec.type)
     help_text = spec.metadata.get("help", "")
+    if "(default" not in help_text:  # a help text that says its default keeps its own words
+        help_text = f"{help_text} (default: {default})"
     options: dict = {
         "dest": spec.name,
         "default": argparse.SUPPRESS,
-        "help": f"{help_text} (default: {default})".replace("%", "%%")
-        if shown
-        else argparse.SUPPRESS,
+        "help": help_text.replace("%", "%%") if shown else argparse.SUPPRESS,
     }
     if kind.startswith("bool"):
         options.update(nargs="?", const="true", metavar="BOOL")

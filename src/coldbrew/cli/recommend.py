@@ -10,12 +10,12 @@ from coldbrew.errors import ColdbrewError
 EXAMPLES = """Examples:
   coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew recommend --run runs/lm --item-text "Heat (1995). Genres: Action, Crime, Thriller."
-  coldbrew recommend --run runs/clcrec --item-features new_item.npy --k 50 --json
-  coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-features genres.npy
+  coldbrew recommend --run runs/clcrec --item-vector new_item.npy --k 50 --json
+  coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-vector genres.npy
 
 --user gives a user's top items (training items left out, cold items included). A new item
-gives the users most likely to want it: clcrec reads --item-features (a .npy vector of the
-data's feature blocks, concatenated in order); lm reads --item-text, and --item-features too
+gives the users most likely to want it: clcrec reads --item-vector (a .npy vector of the
+data's feature blocks, concatenated in order); lm reads --item-text, and --item-vector too
 when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
 ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning)."""
 
@@ -31,8 +31,13 @@ def add_parser(commands) -> None:
     # --user, or a new item: its text and/or features (checked by LoadedRun.recommend)
     recommend.add_argument("--user", type=int, help="a user id in the data's own numbering")
     recommend.add_argument("--item-text", help="a new item's text (title, genres, plot ...)")
+    # not --item-features: that is the LM's training switch; the old spelling still works
     recommend.add_argument(
-        "--item-features", metavar="FILE.npy", help="a new item's feature vector"
+        "--item-vector",
+        "--item-features",
+        dest="item_features",
+        metavar="FILE.npy",
+        help="a new item's feature vector (a .npy file)",
     )
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             features = np.load(args.item_features, allow_pickle=False)
         except (OSError, ValueError) as error:
             raise ColdbrewError(
-                f"cannot read --item-features {args.item_features}: {error}"
+                f"cannot read --item-vector {args.item_features}: {error}"
             ) from None
     loaded = load_run(args.run, data=args.data, device=args.device)
     rows = loaded.recommend(

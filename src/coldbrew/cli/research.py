@@ -115,7 +115,7 @@ def run_training(args: argparse.Namespace, config, run_dir: str, distributed) ->
         train_seeds,
     )
 
-    seeds = parse_seeds(args.seeds) if args.seeds else None
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     if seeds and "seed" in config_flags(args):
         raise ColdbrewError("give --seed N or --seeds LIST, not both")
     quiet = config.quiet or not distributed.is_main
@@ -159,7 +159,7 @@ def run_search(args: argparse.Namespace) -> int:
     from coldbrew.research.study_report import format_trials_table
 
     flags = config_flags(args)
-    seeds = parse_seeds(args.seeds) if args.seeds else None
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     if seeds and "seed" in flags:
         raise ColdbrewError("give --seed N or --seeds LIST, not both")
     if args.startup_trials < 0 or args.prune_warmup < 0:

@@ -98,6 +98,13 @@ def add_parsers(commands) -> None:
         "original CLCRec's (1e-15 for training and other-group items); default: the run's",
     )
     evaluate.add_argument(
+        "--cold-candidates",
+        choices=["all", "split"],
+        default=None,
+        help="a split's users ranked over every cold item (all) or the split's own (split); "
+        "default: the run's",
+    )
+    evaluate.add_argument(
         "--trust-pickle",
         action="store_true",
         default=None,
@@ -160,6 +167,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.nproc is not None and "RANK" not in os.environ:
         return launch_with_torchrun(args)
     config = train_config(args)
+    check_environment_variables()
     run_dir = args.resume or args.out
     if not run_dir:
         if "RANK" in os.environ:
@@ -190,6 +198,15 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_environment_variables() -> None:
+    """The fault-injection and allocator variables, refused before the run directory exists."""
+    from coldbrew.system.runtime import keeps_freed_memory
+    from coldbrew.training.memory_safety import injected_steps
+
+    injected_steps()
+    keeps_freed_memory()
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     from coldbrew.config import check_device_name
     from coldbrew.training.run_evaluation import evaluate_run
@@ -208,6 +225,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         device=args.device,
         trust_pickle=args.trust_pickle,
         protocol=args.protocol,
+        cold_candidates=args.cold_candidates,
     )
     if args.json:
         print(json.dumps(output))

@@ -116,7 +116,11 @@ def _as_ids(values: np.ndarray, file: Path) -> np.ndarray:
         values = np.asarray(values.tolist())
     if np.issubdtype(values.dtype, np.integer):
         return values.astype(np.int64, copy=False)
-    if np.issubdtype(values.dtype, np.floating) and np.array_equal(values, np.round(values)):
+    if (
+        np.issubdtype(values.dtype, np.floating)
+        and np.isfinite(values).all()  # inf equals its own rounding, and casts to garbage
+        and np.array_equal(values, np.round(values))
+    ):
         return values.astype(np.int64)
     raise DataError(f"{file}: expected integer ids, found dtype {values.dtype}")
 

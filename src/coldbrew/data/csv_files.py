@@ -1,14 +1,16 @@
 """Strict reading of CSV files: every row checked against the header, quotes allowed.
 
-``read_pairs`` reads a ``uid,iid`` interaction file. Plain two-column files (the common case,
-hundreds of thousands of lines) take a C-speed path whose per-line field count is checked from
-the raw bytes; anything else (quotes, extra columns, blank or malformed lines) goes through the
-``csv`` module line by line, which is also the reference the fast path is tested against.
+``read_pairs`` reads a ``uid,iid`` interaction file. pandas' C parser reads it whole (hundreds
+of thousands of lines) when every row has as many fields as the header and the two columns hold
+only integers; anything else (a malformed row, a non-integer) goes through the ``csv`` module
+line by line, which names the file and line to blame and is the reference the pandas path is
+tested against. ``integer_columns`` is that pandas path, for the other loaders too.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import warnings
 from pathlib import Path
 
@@ -53,38 +55,39 @@ def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
     positions = header_positions(path, columns, ("uid", "iid"))
     if not body.strip():
         raise DataError(f"{path}: no interactions after the header")
-    if positions == [0, 1] and len(columns) == 2:
-        pairs = _parse_plain_pairs(body)
-        if pairs is not None:
-            return pairs
+    values = integer_columns(body, len(columns), positions)
+    if values is not None:
+        return values[:, 0].copy(), values[:, 1].copy()
     return _parse_lines(path, body, positions, len(columns))
 
 
-def _parse_plain_pairs(body: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """C-speed parse of unquoted ``int,int`` lines; ``None`` when any line is anything else.
+def integer_columns(
+    body: str, width: int, columns: list[int], separator: str = ","
+) -> np.ndarray | None:
+    r"""``(rows, len(columns))`` int64: ``columns`` of ``body`` (no header line) read by pandas'
+    C parser; ``None`` unless every row has exactly ``width`` fields and those columns hold only
+    integers (quotes and blank lines are fine), so the caller's line-by-line parser can say
+    which line is wrong. ``separator`` ``r"\s+"`` reads whitespace-separated files."""
+    import pandas as pd
 
-    Each line must hold exactly one comma (counted per line from the raw bytes, so a 3-field
-    line next to a 1-field line cannot pass as two pairs); blank lines, quotes and non-integers
-    also return ``None`` and leave the line-by-line parser to report or handle them.
-    """
-    body = body.rstrip("\n")
-    if '"' in body:
-        return None
-    raw = np.frombuffer(body.encode(), dtype=np.uint8)
-    line_ends = np.append(np.flatnonzero(raw == ord("\n")), len(raw))  # (lines,)
-    commas_before = np.concatenate([[0], np.cumsum(raw == ord(","))])  # (bytes + 1,)
-    commas_per_line = np.diff(commas_before[line_ends], prepend=0)  # (lines,)
-    if (commas_per_line != 1).any():
-        return None
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        # pandas only warns when the first row has more fields than ``width``: refuse it too
+        warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
-            values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
-        except (ValueError, DeprecationWarning):
+            frame = pd.read_csv(
+                io.StringIO(body),
+                sep=separator,
+                header=None,
+                names=list(range(width)),
+                index_col=False,
+                engine="c",
+            )
+        except (ValueError, OverflowError, pd.errors.ParserWarning):  # ParserError is a ValueError
             return None
-    if len(values) != 2 * len(line_ends):
+    chosen = frame[columns]
+    if frame.empty or any(dtype.kind != "i" for dtype in chosen.dtypes):  # NaN, 7.5, 7.0, text
         return None
-    return values[0::2].copy(), values[1::2].copy()
+    return chosen.to_numpy(dtype=np.int64)
 
 
 def _parse_lines(

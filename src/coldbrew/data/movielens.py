@@ -24,17 +24,12 @@ holds one sentence per user from its age, gender, occupation and zip code.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import tempfile
-import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from coldbrew.data.csv_files import integer_columns
 from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
@@ -47,11 +42,6 @@ from coldbrew.data.features import (
 )
 from coldbrew.errors import DataError
 
-ML100K_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
-# Published digests of ml-100k.zip (GroupLens lists the MD5 0e33842e24a9c977be4e0107933c0723).
-ML100K_SHA256 = "50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229"
-DOWNLOAD_TIMEOUT_S = 60
-DOWNLOAD_LIMIT_BYTES = 64 * 1024 * 1024
 GENRES = (
     "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
     "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi",
@@ -253,15 +243,9 @@ def read_rating_rows(path: Path) -> np.ndarray:
     text = "\n".join(_read_lines(path)).strip()
     if not text:
         raise DataError(f"{path}: empty file")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:  # C-speed parse; anything odd falls through to the line-by-line check
-            values = np.fromstring(text, dtype=np.int64, sep=" ")
-            rows = sum(1 for line in text.split("\n") if line.strip())
-            if len(values) == 4 * rows:
-                return values.reshape(rows, 4)
-        except (ValueError, DeprecationWarning):
-            pass
+    values = integer_columns(text, 4, [0, 1, 2, 3], separator=r"\s+")
+    if values is not None:
+        return values
     for number, line in enumerate(text.split("\n"), start=1):  # find the line to blame
         fields = line.split()
         if fields and (
@@ -311,102 +295,3 @@ def read_genre_names(path: Path) -> list[str]:
         return [name for name, _ in sorted(pairs, key=lambda pair: int(pair[1]))]
     except (ValueError, IndexError):
         raise DataError(f"{path}: expected lines 'genre|index'") from None
-
-
-# ---------------------------------------------------------------------------------- download
-def download_ml100k(target: Path) -> Path:
-    """Download, verify (SHA-256) and unpack ml-100k into ``target``, once; returns ``target``.
-
-    The archive is kept beside ``target`` (``ml-100k.zip``) so a broken unpack never downloads
-    twice; it is only written, by a rename, once its digest matches. Unpacking goes to a
-    temporary folder renamed into place, so ``target`` is complete or absent. Every failure
-    (offline, a cut or wrong download, a cache that cannot be written) is one ``DataError`` and
-    leaves no partial file behind.
-    """
-    target = Path(target)
-    if detect(target):
-        return target
-    archive = target.parent / "ml-100k.zip"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not archive.is_file() or _sha256(archive) != ML100K_SHA256:
-            _download(ML100K_URL, archive)
-        _unpack(archive, target)
-    except OSError as error:  # the network's errors are DataErrors already: this is the disk
-        raise DataError(
-            f"cannot write ml-100k into {target.parent}: {error}; set COLDBREW_CACHE to a "
-            "writable folder, or COLDBREW_DATA to a folder that holds ml-100k/"
-        ) from error
-    return target
-
-
-def _unpack(archive: Path, target: Path) -> None:
-    """Extract the verified ``archive`` beside ``target``, then rename the folder into place."""
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".ml-100k-"))
-    try:
-        _extract(archive, staging)
-        found = next((folder for folder in (staging / "ml-100k", staging) if detect(folder)), None)
-        if found is None:
-            raise DataError(f"{archive}: no ml-100k/u.data and u.item inside the archive")
-        if not detect(target):
-            os.replace(found, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _download(url: str, archive: Path) -> None:
-    """Fetch ``url`` to a temporary file beside ``archive``; renamed to it only when verified."""
-    handle, temporary = tempfile.mkstemp(dir=archive.parent, prefix=".ml-100k-", suffix=".zip")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(_fetch(url))
-        digest = _sha256(Path(temporary))
-        if digest != ML100K_SHA256:
-            raise DataError(
-                f"{url}: SHA-256 {digest} does not match the published {ML100K_SHA256}; not using it"
-            )
-        os.replace(temporary, archive)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
-def _fetch(url: str) -> bytes:
-    """The body at ``url`` (at most ``DOWNLOAD_LIMIT_BYTES``); any network failure a DataError."""
-    import http.client
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            payload = response.read(DOWNLOAD_LIMIT_BYTES + 1)
-    except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, a cut transfer
-        detail = str(error) or type(error).__name__
-        raise DataError(
-            f"ml-100k not found in $COLDBREW_DATA or the cache, and the download failed: "
-            f"{detail}; set COLDBREW_DATA to a folder that holds ml-100k/"
-        ) from error
-    if len(payload) > DOWNLOAD_LIMIT_BYTES:
-        raise DataError(f"{url}: larger than {DOWNLOAD_LIMIT_BYTES} bytes; not the ml-100k archive")
-    return payload
-
-
-def _extract(archive: Path, destination: Path) -> None:
-    try:
-        with zipfile.ZipFile(archive) as bundle:
-            for name in bundle.namelist():
-                if name.startswith(("/", "\\")) or ".." in Path(name).parts:
-                    raise DataError(f"{archive}: unsafe path {name!r} inside the archive")
-            bundle.extractall(destination)
-    except zipfile.BadZipFile as error:
-        archive.unlink(missing_ok=True)
-        raise DataError(
-            f"{archive}: not a valid zip archive ({error}); removed, try again"
-        ) from error
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

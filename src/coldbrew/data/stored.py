@@ -7,6 +7,7 @@ dataset that arrived as pickles needs trusting only once.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -46,9 +47,13 @@ def save(dataset: Dataset, dst: Path) -> Path:
 
 
 def refuse_existing(dst: Path) -> None:
-    """Raise unless ``dst`` is absent or an empty directory."""
+    """Raise unless ``dst`` is absent or an empty directory, in a place this process may write
+    (checked before anything is loaded, so a read-only place fails at once, in one line)."""
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
         raise DataError(f"{dst} already exists and is not empty; choose a new destination")
+    existing = next(folder for folder in Path(dst).absolute().parents if folder.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError(f"cannot write {dst}: {existing} is not a folder this user may write to")
 
 
 def _to_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], dict]:

@@ -149,11 +149,3 @@ class MetricSums:
             dim=-1,
         )  # (..., len(ks), 4)
         return sums.flatten(-2)  # k-major, as metric_names
-
-
-def metric_sums_by_row_block(
-    hits: torch.Tensor, num_positives: torch.Tensor, ks: Sequence[int]
-) -> torch.Tensor:
-    """``(L, metrics)`` sums of ``per_user_metrics`` for ``(L, U, W)`` hits and ``(L, U)``
-    positive counts: several hit matrices over the same users at once."""
-    return MetricSums(num_positives, ks, hits.shape[-1])(hits)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from coldbrew.data.dataset import Dataset
-from coldbrew.evaluation.single_pass import evaluate_dataset
+from coldbrew.evaluation.engine import evaluate_dataset
 from coldbrew.models.base import Recommender
 
 
@@ -20,6 +20,7 @@ def evaluate_model(
     *,
     ks: Sequence[int] = (10, 20, 50),
     protocol: str = "coldbrew",
+    cold_candidates: str = "all",
     chunk_elements: int | None = None,
     progress: bool = False,
     shard: tuple[int, int, Callable[[torch.Tensor], torch.Tensor]] | None = None,
@@ -32,6 +33,7 @@ def evaluate_model(
         "splits": tuple(splits),
         "ks": ks,
         "protocol": protocol,
+        "cold_candidates": cold_candidates,
         "chunk_elements": chunk_elements,
         "progress": progress,
         "shard": shard,

@@ -1,14 +1,18 @@
-"""The score-independent half of a ranking: who is evaluated, against which candidate items.
+"""The score-independent half of an evaluation: who is ranked, over which items, what is a hit.
 
-* A ``Part`` is one set of candidate items (every item, the warm items, the cold items) with
-  the evaluated users' training items on its columns (to mask before ranking).
-* A ``Positives`` lookup holds the evaluated users' held-out positives as sorted keys
-  ``row * width + column``, so the hits of a top-K list are one ``searchsorted``.
-* A ``Plan`` is the pair for a single (train, positives, candidates) triple, over the users
-  with at least one positive (``coldbrew.evaluation.ranking.full_ranking``).
+* A ``Part`` is one set of candidate items (the warm items; the cold items, or under
+  ``cold_candidates="split"`` one split's cold items) with the evaluated users' training items
+  on its columns, to mask before ranking.
+* A (split, group) pair ranks a union of parts (``recipe``): its top K is the merge of its
+  parts' top Ks, exact because equal scores rank by item id everywhere (``topk``). In the
+  original protocol the warm and cold groups also list the other group's items, every one at
+  ``1e-15``: its lowest ids (a "filler"), as a stable sort would.
+* ``PairPositives`` says, for a chunk's listed items, which pairs hold each as a positive.
 
-``coldbrew.evaluation.single_pass`` builds one part per item group over the union of the
-users of every split and group, and one ``PairPositives`` for every (split, group) at once.
+Cold candidates: ``"all"`` ranks every cold item for every split (CLCRec's convention);
+``"split"`` ranks a split's users over that split's own cold items only (those among its
+held-out positives, as ColdRec, DropoutNet and Heater do): the other split's cold items are no
+candidate for any group of the split (all, warm or cold). Warm items are candidates either way.
 """
 
 from __future__ import annotations
@@ -19,83 +23,55 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.metrics import MetricSums
+
+COLD_CANDIDATES = ("all", "split")
+FILLER = "filler "  # a recipe entry "filler NAME": part NAME's lowest ids at the mask score
+
+
+def check_cold_candidates(cold_candidates: str) -> str:
+    if cold_candidates not in COLD_CANDIDATES:
+        raise ColdbrewError(
+            f"option 'cold_candidates' is {cold_candidates!r}; expected all or split"
+        )
+    return cold_candidates
+
+
+def cold_items_of(dataset: Dataset, split: str, cold_candidates: str) -> np.ndarray:
+    """The cold items ``split``'s users are ranked over (sorted ids)."""
+    if check_cold_candidates(cold_candidates) == "all":
+        return dataset.cold_items
+    held_out = [matrix.indices for matrix in dataset.groups(split).values()]
+    return np.intersect1d(dataset.cold_items, np.concatenate([[], *held_out]).astype(np.int64))
+
+
+def recipe(group: str, cold: str, protocol: str) -> tuple[str, ...]:
+    """The lists a group's ranking merges: part names, and fillers in the original protocol."""
+    parts = {"all": ("warm", cold), "warm": ("warm",), "cold": (cold,)}[group]
+    if protocol == "original" and group != "all":
+        parts += (FILLER + (cold if group == "warm" else "warm"),)
+    return parts
 
 
 @dataclass
 class Part:
     """Candidate items and the training items on them, for a fixed array of users (rows)."""
 
-    candidate_items: torch.Tensor | None  # (C,) sorted item ids; None = every item
-    item_range: tuple[int, int] | None  # (first, stop) when the candidates are one id range
-    num_candidates: int
-    train_indptr: np.ndarray  # (N + 1,) host offsets into train_rows / train_columns
-    train_rows: torch.Tensor  # (T,) row of each training interaction on a candidate
-    train_columns: torch.Tensor  # (T,) its candidate column
+    items: torch.Tensor  # (C,) sorted item ids
+    first: int | None  # items[0] when the items are one id range (sliced, not gathered)
+    seen_indptr: np.ndarray  # (N + 1,) host offsets into seen_rows / seen_columns
+    seen_rows: torch.Tensor  # (T,) row of each training interaction on the part
+    seen_columns: torch.Tensor  # (T,) its column in the part
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
 
 
-@dataclass
-class Positives:
-    """Held-out positives of each row as sorted keys ``row * width + column``."""
-
-    num_positives: torch.Tensor  # (N,) all of the row's positives (0: not evaluated here)
-    keys: torch.Tensor  # (P,) sorted
-    width: int  # the column count the keys were made with
-    num_users: int  # rows with at least one positive
-
-
-@dataclass
-class Plan:
-    """Everything about one (train, positives, candidates) triple that does not depend on scores."""
-
-    users: torch.Tensor  # (N,) dataset user ids with at least one positive
-    part: Part
-    positives: Positives  # keys over the part's candidate columns
-
-
-def check_candidates(candidates, num_items: int) -> np.ndarray | None:
-    """A boolean mask or an index array over items -> sorted unique item ids; None = every item."""
-    if candidates is None:
-        return None
-    if isinstance(candidates, torch.Tensor):
-        candidates = candidates.detach().cpu().numpy()
-    candidates = np.asarray(candidates)
-    if candidates.dtype == bool:
-        if candidates.shape != (num_items,):
-            raise ColdbrewError(
-                f"a candidate mask needs one entry per item ({num_items}), got shape {candidates.shape}"
-            )
-        return np.flatnonzero(candidates)
-    if candidates.ndim != 1 or (
-        candidates.size and not np.issubdtype(candidates.dtype, np.integer)
-    ):
-        raise ColdbrewError("candidates must be a boolean item mask or a 1-D array of item ids")
-    candidates = np.unique(candidates.astype(np.int64))
-    if candidates.size and (candidates[0] < 0 or candidates[-1] >= num_items):
-        raise ColdbrewError(f"candidate item id out of range 0..{num_items - 1}")
-    return candidates
-
-
-def _rows_on_candidates(
-    matrix: sp.csr_matrix, users: np.ndarray, column_of_item: np.ndarray | None
-):
-    """Rows ``users`` of ``matrix`` as (indptr, row, candidate column), non-candidates dropped."""
-    sub = matrix[users]
-    rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(sub.indptr))
-    columns = sub.indices.astype(np.int64)
-    if column_of_item is not None:
-        columns = column_of_item[columns]
-        keep = columns >= 0
-        rows, columns = rows[keep], columns[keep]
-    counts = np.bincount(rows, minlength=len(users))
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return indptr, rows, columns
-
-
-def canonical(matrix) -> sp.csr_matrix:
+def canonical(matrix: sp.spmatrix) -> sp.csr_matrix:
     """CSR without duplicate entries (a copy only when the input has duplicates or is not CSR)."""
-    if not sp.issparse(matrix):
-        raise ColdbrewError("train and positives must be scipy sparse (users × items) matrices")
     matrix = sp.csr_matrix(matrix)
     if not matrix.has_canonical_format:
         matrix = matrix.copy()
@@ -103,84 +79,26 @@ def canonical(matrix) -> sp.csr_matrix:
     return matrix
 
 
-def _to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64)).to(device)
+def to_device(array, device: torch.device) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(array, dtype=np.int64), device=device)
 
 
-def _column_of_item(candidate_items: np.ndarray | None, num_items: int) -> np.ndarray | None:
-    if candidate_items is None:
-        return None
-    column_of_item = np.full(num_items, -1, dtype=np.int64)
-    column_of_item[candidate_items] = np.arange(len(candidate_items))
-    return column_of_item
-
-
-def make_part(train: sp.csr_matrix, users: np.ndarray, candidates, device: torch.device) -> Part:
-    """The part ranking ``candidates`` (see ``check_candidates``) for rows ``users``."""
-    train = canonical(train)
-    num_items = train.shape[1]
-    candidate_items = check_candidates(candidates, num_items)
-    indptr, rows, columns = _rows_on_candidates(
-        train, users, _column_of_item(candidate_items, num_items)
-    )
-    item_range = None
-    if candidate_items is None:
-        item_range = (0, num_items)
-    elif len(candidate_items) and candidate_items[-1] - candidate_items[0] + 1 == len(
-        candidate_items
-    ):
-        item_range = (int(candidate_items[0]), int(candidate_items[-1]) + 1)
+def make_part(train: sp.csr_matrix, users: np.ndarray, items: np.ndarray, device) -> Part:
+    """The part ranking ``items`` for rows ``users``."""
+    column_of_item = np.full(train.shape[1], -1, dtype=np.int64)
+    column_of_item[items] = np.arange(len(items))
+    seen = canonical(train)[users]
+    rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(seen.indptr))
+    columns = column_of_item[seen.indices]
+    rows, columns = rows[columns >= 0], columns[columns >= 0]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(users)))])
+    one_range = len(items) > 0 and items[-1] - items[0] + 1 == len(items)
     return Part(
-        candidate_items=None if candidate_items is None else _to_device(candidate_items, device),
-        item_range=item_range,
-        num_candidates=num_items if candidate_items is None else len(candidate_items),
-        train_indptr=indptr,
-        train_rows=_to_device(rows, device),
-        train_columns=_to_device(columns, device),
-    )
-
-
-def make_positives(
-    positives: sp.csr_matrix,
-    users: np.ndarray,
-    device: torch.device,
-    candidate_items: np.ndarray | None = None,
-) -> Positives:
-    """Rows ``users`` of ``positives`` as sorted keys over the candidate columns (None: items)."""
-    positives = canonical(positives)
-    num_items = positives.shape[1]
-    counts = np.diff(positives.indptr)[users]  # every stored entry is a positive
-    column_of_item = _column_of_item(candidate_items, num_items)
-    width = num_items if candidate_items is None else max(len(candidate_items), 1)
-    _, rows, columns = _rows_on_candidates(positives, users, column_of_item)
-    return Positives(
-        num_positives=_to_device(counts, device),
-        keys=_to_device(np.sort(rows * width + columns), device),
-        width=width,
-        num_users=int(np.count_nonzero(counts)),
-    )
-
-
-def users_with_positives(*matrices: sp.csr_matrix) -> np.ndarray:
-    """Sorted ids of the users with at least one positive in any of ``matrices``."""
-    has_positive = np.zeros(matrices[0].shape[0], dtype=bool)
-    for matrix in matrices:
-        has_positive |= np.diff(canonical(matrix).indptr) > 0
-    return np.flatnonzero(has_positive)
-
-
-def make_plan(train, positives, candidates, device: torch.device) -> Plan:
-    """The plan for ranking ``candidates`` for the users with a positive, on ``device``."""
-    train, positives = canonical(train), canonical(positives)
-    if train.shape != positives.shape:
-        raise ColdbrewError(f"train {train.shape} and positives {positives.shape} differ in shape")
-    users = users_with_positives(positives)
-    part = make_part(train, users, candidates, device)
-    candidate_items = check_candidates(candidates, train.shape[1])
-    return Plan(
-        users=_to_device(users, device),
-        part=part,
-        positives=make_positives(positives, users, device, candidate_items),
+        items=to_device(items, device),
+        first=int(items[0]) if one_range else None,
+        seen_indptr=indptr.astype(np.int64),
+        seen_rows=to_device(rows, device),
+        seen_columns=to_device(columns, device),
     )
 
 
@@ -188,14 +106,13 @@ class PairPositives:
     """The held-out positives of up to 8 (split, group) pairs over the same rows: sorted keys
     ``row * num_items + item``, each with a byte whose bit j says pair j holds it.
 
-    ``seen`` (training interactions of the rows) leaves those out of the keys but not out of
-    ``num_positives`` (``(L, N)`` host counts), for a protocol that never ranks them.
-    ``lookup`` finds the bits of a chunk's listed items: in a dense ``rows × num_items`` byte
-    table, reused from chunk to chunk, while it fits in ``table_bytes``; else a ``searchsorted``
-    in the chunk's keys.
+    ``num_positives`` (``(L, N)`` host counts) counts every positive, candidate or not (recall's
+    denominator, as in the original). ``lookup`` finds the bits of a chunk's listed items: in a
+    dense ``rows × num_items`` byte table, reused from chunk to chunk, while it fits in
+    ``table_bytes``; else a ``searchsorted`` in the chunk's keys.
     """
 
-    def __init__(self, matrices, users, device, seen=None, table_bytes: int = 0):
+    def __init__(self, matrices, users: np.ndarray, device, table_bytes: int = 0):
         if len(matrices) > 8:  # SPLITS × GROUPS is 6 pairs
             raise ColdbrewError(f"at most 8 (split, group) pairs at once, got {len(matrices)}")
         combined, counts = None, []
@@ -205,14 +122,10 @@ class PairPositives:
             bits = np.full(matrix.nnz, 1 << index, dtype=np.int64)
             matrix = sp.csr_matrix((bits, matrix.indices, matrix.indptr), shape=matrix.shape)
             combined = matrix if combined is None else combined + matrix  # disjoint bits: an or
-        if seen is not None and seen.nnz:
-            combined = combined - combined.multiply(seen.astype(bool))
-        combined = sp.csr_matrix(combined)
-        combined.eliminate_zeros()
         combined.sort_indices()
         self.num_items = combined.shape[1]
         rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(combined.indptr))
-        self.keys = _to_device(rows * self.num_items + combined.indices, device)  # sorted
+        self.keys = to_device(rows * self.num_items + combined.indices, device)  # sorted
         self.bits = torch.as_tensor(combined.data.astype(np.uint8), device=device)
         self.row_starts = combined.indptr.astype(np.int64)  # (N + 1,) on the host
         self.num_positives = np.stack(counts)  # (L, N)
@@ -238,3 +151,70 @@ class PairPositives:
             return torch.zeros(query.shape, dtype=bits.dtype, device=items.device)
         position = torch.searchsorted(keys, query).clamp_(max=keys.numel() - 1)
         return torch.where(keys[position] == query, bits[position], 0)
+
+
+@dataclass
+class Plan:
+    """Everything of one evaluation that does not depend on scores."""
+
+    users: torch.Tensor  # (N,) the union of the users of every (split, group)
+    pairs: list[tuple[str, str]]  # the (split, group) pairs, in output order
+    recipes: list[tuple[str, ...]]  # the distinct lists to rank
+    recipe_of_pair: torch.Tensor  # (L,) index into recipes
+    parts: dict[str, Part]  # the parts ranked
+    fillers: dict[str, torch.Tensor]  # "filler NAME" -> (1, F) part NAME's lowest ids
+    positives: PairPositives
+    metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
+    num_users: list[int]  # (L,) users with a positive, per pair
+    top: int
+
+
+def make_plan(
+    dataset: Dataset,
+    splits: tuple[str, ...],
+    ks: tuple[int, ...],
+    protocol: str,
+    cold_candidates: str,
+    device: torch.device,
+    table_bytes: int,
+    shard: tuple | None = None,
+) -> Plan | None:
+    """The plan of every group of ``splits``, over the users with a positive in any of them
+    (every ``shard[1]``-th from ``shard[0]``); None when the splits have no group."""
+    wanted = {(s, g): matrix for s in splits for g, matrix in dataset.groups(s).items()}
+    if not wanted:
+        return None
+    top = max(ks)
+    cold = {s: "cold" if cold_candidates == "all" else f"cold {s}" for s in splits}
+    items = {"warm": dataset.warm_items}
+    items |= {cold[s]: cold_items_of(dataset, s, cold_candidates) for s, _ in wanted}
+    recipe_of = {pair: recipe(pair[1], cold[pair[0]], protocol) for pair in wanted}
+    recipes = list(dict.fromkeys(recipe_of.values()))
+    has_positive = np.zeros(dataset.num_users, dtype=bool)
+    for matrix in wanted.values():
+        has_positive |= np.diff(canonical(matrix).indptr) > 0
+    users = np.flatnonzero(has_positive)  # the union: each user is scored once
+    if shard is not None:
+        users = users[shard[0] :: shard[1]]
+    names = dict.fromkeys(name for entries in recipes for name in entries)
+    positives = PairPositives(list(wanted.values()), users, device, table_bytes)
+    return Plan(
+        users=to_device(users, device),
+        pairs=list(wanted),
+        recipes=recipes,
+        recipe_of_pair=to_device([recipes.index(recipe_of[pair]) for pair in wanted], device),
+        parts={
+            name: make_part(dataset.train, users, items[name], device)
+            for name in names
+            if not name.startswith(FILLER)
+        },
+        fillers={
+            name: to_device(items[name[len(FILLER) :]][:top], device).reshape(1, -1)
+            for name in names
+            if name.startswith(FILLER)
+        },
+        positives=positives,
+        metric_sums=MetricSums(to_device(positives.num_positives, device), ks, top),
+        num_users=np.count_nonzero(positives.num_positives, axis=1).tolist(),
+        top=top,
+    )

@@ -27,18 +27,11 @@ before the increment; the seed system's fork increments first and stops at the 6
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coldbrew.errors import ColdbrewError
-
-if TYPE_CHECKING:
-    from coldbrew.tasks.base import Monitor
 
 PROTOCOLS = ("coldbrew", "original")
 ORIGINAL_MASK_VALUE = 1e-15  # the original's stand-in score for a masked item
 ORIGINAL_INITIAL_BEST = 0.0  # the original's max_recall before the first epoch
-ORIGINAL_STOP_AFTER = 7  # consecutive epochs without a strict improvement that end training
-ORIGINAL_MAX_EPOCHS = 1000
 
 
 def check_protocol(protocol: str) -> str:
@@ -50,17 +43,6 @@ def check_protocol(protocol: str) -> str:
 def mask_value(protocol: str) -> float:
     """The score a training item (and, in the original, another group's item) is given."""
     return ORIGINAL_MASK_VALUE if check_protocol(protocol) == "original" else float("-inf")
-
-
-def original_monitor() -> Monitor:
-    """The original's selection metric: validation ``all`` Recall@10, higher is better, strictly
-    (``Monitor.improved`` is ``value > best``, as the original's ``>``), the best starting at
-    ``ORIGINAL_INITIAL_BEST`` (0.0): an epoch with Recall@10 = 0 is never selected. Needs ``10``
-    among the evaluated ks.
-    """
-    from coldbrew.tasks.base import Monitor  # lazily: a task module may import this package
-
-    return Monitor("all", "recall@10", "max", start=ORIGINAL_INITIAL_BEST)
 
 
 def original_improved(value: float, best: float | None) -> bool:

@@ -41,10 +41,9 @@ class EmbeddingScores:
         return self.user_vectors[users]  # (B, d)
 
     def for_part(self, part: Part) -> _EmbeddingPart:
-        if part.item_range is not None:
-            first, stop = part.item_range
-            return _EmbeddingPart(self.item_vectors[first:stop])
-        return _EmbeddingPart(self.item_vectors[part.candidate_items])  # (C, d), gathered once
+        if part.first is not None:
+            return _EmbeddingPart(self.item_vectors[part.first : part.first + part.size])
+        return _EmbeddingPart(self.item_vectors[part.items])  # (C, d), gathered once
 
 
 class _EmbeddingPart:
@@ -87,14 +86,13 @@ class FunctionScores:
 
 class _FunctionPart:
     def __init__(self, part: Part):
-        self.item_range = part.item_range
-        self.candidate_items = part.candidate_items
+        self.part = part
 
     def block(self, prepared: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-        if self.item_range is not None:
-            first = self.item_range[0]
+        first = self.part.first
+        if first is not None:
             return prepared[:, first + start : first + stop].clone()  # masked in place later
-        return prepared[:, self.candidate_items[start:stop]]  # (B, stop - start), a fresh tensor
+        return prepared[:, self.part.items[start:stop]]  # (B, stop - start), a fresh tensor
 
 
 def module_device(score_users: ScoreUsers) -> torch.device:

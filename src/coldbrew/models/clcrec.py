@@ -207,7 +207,7 @@ class CLCRec(Recommender):
         """New items from their raw feature vector (the dataset's blocks, concatenated)."""
         if features is None or texts is not None:
             raise ColdbrewError(
-                "CLCRec encodes a new item from its feature vector (--item-features), not from text"
+                "CLCRec encodes a new item from its feature vector (--item-vector), not from text"
             )
         return self.encoder.encode_raw(features.to(self.item_embedding.device))
 

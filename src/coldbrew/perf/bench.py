@@ -1,8 +1,15 @@
-"""``coldbrew bench sample|train|eval``: measure one part on the user's data; the result as a dict."""
+"""``coldbrew bench sample|train|eval``: measure one part on the user's data; the result as a dict.
+
+With variants (``coldbrew bench train --against model=lm``) every configuration gets its own
+trainer on the same data and the same sample rows, and their calls alternate in one process,
+so the machine's load hits them alike; the figures are then medians of those calls.
+"""
 
 from __future__ import annotations
 
 import datetime
+import statistics
+from collections.abc import Callable
 
 import torch
 
@@ -23,6 +30,53 @@ def random_samples(trainer, batch: int, seed: int):
     return lambda: torch.randint(count, (batch,), device=device, generator=generator)
 
 
+def measured_call(
+    what: str, trainer, config: TrainConfig, num_users: int
+) -> tuple[Callable[[], object], int]:
+    """The call ``what`` times with ``trainer`` and the samples one call handles."""
+    task = trainer.task
+    draw = random_samples(trainer, config.batch_size, config.seed)
+    if what == "sample":
+        users = task.make_batch(draw()).users
+        return (lambda: task.sample(users)), config.batch_size
+    if what == "train":
+        return (lambda: trainer.train_step(draw())), config.batch_size
+
+    def evaluate_all() -> list:
+        return [task.evaluate(trainer.model, split) for split in task.splits()]
+
+    return evaluate_all, num_users
+
+
+def time_variants(
+    what: str,
+    calls: dict[str, tuple[Callable[[], object], int]],
+    device: torch.device,
+    *,
+    seconds: float,
+    warmup: int,
+) -> dict[str, dict]:
+    """Median seconds per call and samples/s of each configuration, their calls in turn."""
+    from coldbrew.system.timing import time_in_turn
+
+    times = time_in_turn(
+        {name: call for name, (call, _) in calls.items()},
+        device,
+        warmup=1 if what == "eval" else warmup,
+        seconds=seconds,
+    )
+    rows = {}
+    for name, (_, samples) in calls.items():
+        median = statistics.median(times[name])
+        rows[name] = {
+            "calls": len(times[name]),
+            "seconds": sum(times[name]),
+            "seconds_per_call": median,
+            "samples_per_second": samples / median,
+        }
+    return rows
+
+
 def run_bench(
     what: str,
     config: TrainConfig,
@@ -30,10 +84,13 @@ def run_bench(
     feature_widths: list[int] | None = None,
     seconds: float = 10.0,
     warmup: int = 3,
+    variants: dict[str, TrainConfig] | None = None,
 ) -> dict:
     """samples/s of the sampler (``sample``), training steps (``train``) or a full evaluation
-    (``eval``) with ``config`` on its data, and the peak memory."""
+    (``eval``) with ``config`` on its data, and the peak memory; with ``variants`` (name ->
+    configuration on the same data), each one's figures and throughput over ``config``'s."""
     from coldbrew.data import load_dataset
+    from coldbrew.errors import ColdbrewError
     from coldbrew.system.runtime import configure_process, device_name
     from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.training.run import build_trainer
@@ -46,31 +103,40 @@ def run_bench(
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)
+    elif not dataset.features:  # clcrec-movielens: its feature files were never published
+        if what != "sample":
+            raise ColdbrewError(
+                f"{dataset.name} has no item features to {what} a model on: give --feature-dims "
+                "2048,128,100 for random ones of those widths"
+            )
+        # the sampler reads no features; one random column lets the (unused) model be built
+        dataset.features = random_features(dataset.num_items, [1], config.seed)
     trainer = build_trainer(config, dataset)
     device, task = trainer.runtime.device, trainer.task
     configure_process(device, deterministic=config.deterministic)
-    draw = random_samples(trainer, config.batch_size, config.seed)
-    if what == "sample":
-        users = task.make_batch(draw()).users
-        calls, elapsed = time_repeated(
-            lambda: task.sample(users), device, warmup=warmup, seconds=seconds
-        )
-        samples = calls * config.batch_size
-    elif what == "train":
-        calls, elapsed = time_repeated(
-            lambda: trainer.train_step(draw()), device, warmup=warmup, seconds=seconds
-        )
-        samples = calls * config.batch_size
+    call, samples = measured_call(what, trainer, config, dataset.num_users)
+    if variants:
+        calls = {"": (call, samples)}
+        for name, variant in variants.items():
+            other = build_trainer(variant, dataset)
+            calls[name] = measured_call(what, other, variant, dataset.num_users)
+        timed = time_variants(what, calls, device, seconds=seconds, warmup=warmup)
+        measured = timed.pop("")
     else:
-        calls, elapsed = time_repeated(
-            lambda: [task.evaluate(trainer.model, split) for split in task.splits()],
+        count, elapsed = time_repeated(
+            call,
             device,
-            warmup=1,
+            warmup=1 if what == "eval" else warmup,
             seconds=seconds,
-            min_calls=2,
+            min_calls=2 if what == "eval" else 3,
         )
-        samples = calls * dataset.num_users
-    return {
+        measured = {
+            "calls": count,
+            "seconds": elapsed,
+            "seconds_per_call": elapsed / count,
+            "samples_per_second": samples * count / elapsed,
+        }
+    result = {
         "benchmark": what,
         "dataset": dataset.name,
         "users": dataset.num_users,
@@ -84,11 +150,8 @@ def run_bench(
         "model": config.model,
         "num_neg": getattr(config.model_options, "num_neg", None),
         "batch_size": config.batch_size,
-        "calls": calls,
-        "seconds": elapsed,
-        "seconds_per_call": elapsed / calls,
-        "samples_per_second": samples / elapsed,
-        "epoch_seconds_estimate": dataset.num_train / (samples / elapsed)
+        **measured,
+        "epoch_seconds_estimate": dataset.num_train / measured["samples_per_second"]
         if what != "eval"
         else None,
         "peak_memory_bytes": peak_memory_bytes(device),
@@ -102,3 +165,16 @@ def run_bench(
         "threads": torch.get_num_threads(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    if variants:
+        result["timing"] = "medians of calls in turn with the variants"
+        result["variants"] = {
+            name: {
+                "model": variants[name].model,
+                "batch_size": variants[name].batch_size,
+                "num_neg": getattr(variants[name].model_options, "num_neg", None),
+                **row,
+                "throughput_over_base": row["samples_per_second"] / measured["samples_per_second"],
+            }
+            for name, row in timed.items()
+        }
+    return result

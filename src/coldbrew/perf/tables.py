@@ -142,7 +142,7 @@ def tune_table(report: dict) -> str:
         f"{'batch':>8}  {'compile':7}  {'samples/s':>12}  {'step ms':>9}  {'peak mem':>9}  note",
     ]
     for c in report["candidates"]:
-        memory = f"{c['peak_memory_bytes'] / 2**30:.2f}G" if c["peak_memory_bytes"] else "-"
+        memory = _gib(c["peak_memory_bytes"]) if c["peak_memory_bytes"] else "-"
         rate = f"{c['samples_per_second']:,.0f}" if c["fits"] else "-"
         step = f"{c['step_seconds'] * 1e3:.1f}" if c["fits"] else "-"
         lines.append(

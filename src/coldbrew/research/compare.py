@@ -65,6 +65,24 @@ def metric_value(summary: Mapping[str, Any], key: str) -> Any:
     return (((summary.get("metrics") or {}).get(split) or {}).get(section) or {}).get(name)
 
 
+def check_metric_keys(keys: Sequence[str], summaries: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse a ``--metric`` that no run records (it showed as an empty column)."""
+    recorded = [
+        f"{split}/{section}/{name}"
+        for summary in summaries
+        for split, sections in (summary.get("metrics") or {}).items()
+        for section, values in (sections or {}).items()
+        for name in values or {}
+    ]
+    for key in keys:
+        if key not in recorded:
+            example = ", ".join(dict.fromkeys(recorded[:3])) or "none recorded"
+            raise ColdbrewError(
+                f"--metric {key!r} is in none of these runs' results: give split/group/metric "
+                f"as they record it (e.g. {example})"
+            )
+
+
 def differing_settings(all_results: Sequence[Mapping[str, Any]]) -> list[str]:
     configs = [flat_config(results) for results in all_results]
     keys = list(dict.fromkeys(key for config in configs for key in config))
@@ -90,6 +108,8 @@ def compare_table(
         raise ColdbrewError("compare needs at least one run directory")
     all_results = [load_results(run_dir) for run_dir in run_dirs]
     metric_keys = list(metrics) if metrics else default_metrics(all_results)
+    if metrics:
+        check_metric_keys(metric_keys, [summary_of(results) for results in all_results])
     settings = differing_settings(all_results)
     header = ["run", "model", "data", "seeds", *settings, *metric_keys]
     header += ["best epoch", "s to best", "samples/s"]

@@ -9,7 +9,6 @@ metrics}}`` for the validation and test windows, and ``forecasts.png`` (with mat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -116,14 +115,3 @@ def forecast_table(summary: dict, split: str = "test") -> str:
         )
         lines.append(f"{'':6s}{row['window']:6d}  {row['method']:16s}{cells}")
     return "\n".join(lines)
-
-
-def load_summary(out: str | Path) -> dict:
-    """``{window: results}`` of a finished ``forecast`` folder."""
-    out = Path(out)
-    paths = sorted(out.glob("window-*/results.json")) or [out / "results.json"]
-    summary = {}
-    for path in paths:
-        results = json.loads(path.read_text())
-        summary[results["config"]["lstm"]["window"]] = results
-    return summary

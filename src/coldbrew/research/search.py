@@ -9,7 +9,7 @@ worse than the median of earlier trials' at the same epoch stops there. ``startu
 trials are drawn at random before TPE models the space, and none is pruned before that many
 have finished or before epoch ``warmup_epochs``. ``trials`` is the study's total: a resumed
 study runs the rest; a trial cut short by an interruption is marked failed and its settings are
-tried again first. ``timeout`` stops starting trials after that many seconds (a running trial
+tried again first (Optuna's retry callback, up to three times). ``timeout`` stops starting trials after that many seconds (a running trial
 finishes or is pruned). A trial that fails (e.g. a non-finite loss) is recorded and the search
 goes on. At the end: ``STUDY/trials.json`` (the table) and ``STUDY/best.yaml``, the best
 trial's settings as a preset for ``coldbrew train --config``.
@@ -30,6 +30,7 @@ from coldbrew.research.study_report import finish_study
 STUDY_DB = "study.db"
 STUDY_NAME = "coldbrew"
 UNSEARCHABLE = {"model": "the model", "early_stop_metric": "the objective"}
+MAX_RETRIES = 3  # times an interrupted trial's settings are tried again
 
 
 class DataCache:
@@ -145,17 +146,39 @@ def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: 
 
 
 def retry_interrupted(study, log: Callable[[str], None]) -> None:
-    """Trials left running by an interrupted search: marked failed, their settings queued."""
+    """Trials left running by an interrupted search are marked failed and queued again with
+    their settings by Optuna's retry callback (at most ``MAX_RETRIES`` times: a trial that
+    keeps killing the search is given up). No heartbeat is needed to know they are stale:
+    this process holds the study's lock, so nothing else runs them."""
     from optuna.trial import TrialState
 
+    retry = retry_callback()
     interrupted = list(study.user_attrs.get("interrupted", []))
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         study.tell(trial.number, state=TrialState.FAIL)
         interrupted.append(trial.number)
-        if trial.params:
-            study.enqueue_trial(trial.params, skip_if_exists=False)
-        log(f"trial {trial.number} was interrupted: marked failed, its settings queued again")
+        before = len(study.get_trials(deepcopy=False))
+        retry(study, trial)  # adds a waiting trial with the same settings, or gives up
+        queued = len(study.get_trials(deepcopy=False)) > before
+        log(
+            f"trial {trial.number} was interrupted: marked failed, "
+            + ("its settings queued again" if queued else f"given up after {MAX_RETRIES} retries")
+        )
     study.set_user_attr("interrupted", interrupted)
+
+
+def retry_callback():
+    """Optuna's ``RetryHeartbeatStaleTrialCallback`` (``RetryFailedTrialCallback`` before
+    Optuna 4.9), without its experimental-feature warning."""
+    import warnings
+
+    import optuna
+
+    callback = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.simplefilter("ignore", FutureWarning)  # the deprecated name, on older Optuna
+        return (callback or optuna.storages.RetryFailedTrialCallback)(max_retry=MAX_RETRIES)
 
 
 def finished_trials(study) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from coldbrew.config import canonical_key, make_config
+from coldbrew.research.compare import format_table
 
 TRIALS_JSON = "trials.json"
 BEST_PRESET = "best.yaml"
@@ -57,13 +58,13 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
     validation value before it was stopped)."""
     names = list(dict.fromkeys(name for row in rows for name in row["params"]))
     header = ["trial", "state", f"val {key}", "best epoch", "epochs", "s to best", *names]
-    lines = [header]
+    cells = []
     for row in rows:
         value = _cell(row["value"])
         if row["state"] == "pruned" and row["last_reported"] is not None:
             value = f"~{_cell(row['last_reported'])}"
         seconds = row["seconds_to_best"]
-        lines.append(
+        cells.append(
             [
                 str(row["trial"]),
                 row["state"],
@@ -74,11 +75,7 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
                 *(_cell(row["params"].get(name)) for name in names),
             ]
         )
-    widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    )
+    return format_table(header, cells)
 
 
 # how the search ran, not what the best trial trained: left out of best.yaml

@@ -1,48 +1,32 @@
-"""Host memory as the kernel reports it: total and available RAM, this process's resident set
-(current, peak, and a reset of the peak so one region's peak can be measured on its own)."""
+"""Host memory: total and available RAM and this process's resident set (psutil), and the
+resident set's peak with a reset of that peak, so one region's peak can be measured on its own
+(Linux ``/proc``: psutil offers no peak that can be reset)."""
 
 from __future__ import annotations
 
-import os
-
+import psutil
 import torch
 
 from coldbrew.system.timing import peak_memory_bytes
 
 
 def host_memory() -> dict:
-    """{total_bytes, available_bytes} from /proc/meminfo, else from ``os.sysconf``."""
-    try:
-        with open("/proc/meminfo") as handle:
-            fields = {
-                line.split(":")[0]: int(line.split()[1]) * 1024 for line in handle if line.strip()
-            }
-        return {
-            "total_bytes": fields["MemTotal"],
-            "available_bytes": fields.get("MemAvailable", fields["MemFree"]),
-        }
-    except (OSError, KeyError, ValueError, IndexError):
-        pass
-    try:
-        page = os.sysconf("SC_PAGE_SIZE")
-        return {
-            "total_bytes": os.sysconf("SC_PHYS_PAGES") * page,
-            "available_bytes": os.sysconf("SC_AVPHYS_PAGES") * page,
-        }
-    except (OSError, ValueError, AttributeError):
-        return {"total_bytes": None, "available_bytes": None}
+    """{total_bytes, available_bytes} of the host's RAM."""
+    memory = psutil.virtual_memory()
+    return {"total_bytes": int(memory.total), "available_bytes": int(memory.available)}
 
 
 def rss_bytes() -> int | None:
+    """This process's resident set size, ``None`` where the platform does not tell."""
     try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
+        return int(psutil.Process().memory_info().rss)
+    except (psutil.Error, OSError):
         return None
 
 
 def reset_peak_rss() -> bool:
-    """Reset the kernel's resident-set high-water mark to the current RSS (Linux 4.0+)."""
+    """Reset the kernel's resident-set high-water mark (``VmHWM``) to the current RSS (Linux
+    4.0+); ``False`` elsewhere, and ``peak_rss_bytes`` is then the whole process's peak."""
     try:
         with open("/proc/self/clear_refs", "w") as handle:
             handle.write("5")
@@ -52,6 +36,7 @@ def reset_peak_rss() -> bool:
 
 
 def peak_rss_bytes() -> int:
+    """The resident set's peak since the last ``reset_peak_rss`` (since the start without one)."""
     try:
         with open("/proc/self/status") as handle:
             for line in handle:

@@ -78,15 +78,6 @@ def driver_version() -> str | None:
     return version.decode() if isinstance(version, bytes) else str(version)
 
 
-def format_stats(stats: dict) -> str:
-    """``gpu 87% 12.3/80.0GiB`` for a progress bar."""
-    gib = 1 << 30
-    return (
-        f"gpu {stats['utilization_percent']}% "
-        f"{stats['memory_used_bytes'] / gib:.1f}/{stats['memory_total_bytes'] / gib:.1f}GiB"
-    )
-
-
 class GpuSampler:
     """Polls :func:`gpu_stats` on a background thread while the ``with`` block runs."""
 

@@ -80,6 +80,14 @@ def configure_process(device: torch.device, *, deterministic: bool = False) -> N
 ALLOCATOR_THRESHOLD = 1 << 30  # bytes
 
 
+def keeps_freed_memory() -> bool:
+    """``COLDBREW_KEEP_FREED_MEMORY``: 1 (the default) or 0; anything else is refused."""
+    setting = os.environ.get("COLDBREW_KEEP_FREED_MEMORY", "1").strip()
+    if setting not in ("0", "1"):
+        raise ColdbrewError(f"COLDBREW_KEEP_FREED_MEMORY must be 0 or 1, not {setting!r}")
+    return setting == "1"
+
+
 def keep_freed_memory_for_reuse() -> bool:
     """Ask glibc's malloc to keep freed blocks up to 1 GiB for reuse instead of unmapping them.
 
@@ -93,7 +101,7 @@ def keep_freed_memory_for_reuse() -> bool:
     near its peak instead of shrinking between steps. Returns whether the setting took (False
     on non-glibc systems or with ``COLDBREW_KEEP_FREED_MEMORY=0``).
     """
-    if os.environ.get("COLDBREW_KEEP_FREED_MEMORY", "1") == "0":
+    if not keeps_freed_memory():
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -45,3 +45,35 @@ def time_repeated(
             synchronize(device)
     synchronize(device)
     return calls, time.perf_counter() - started
+
+
+def time_in_turn(
+    functions: dict[str, Callable[[], object]],
+    device: torch.device,
+    *,
+    warmup: int,
+    seconds: float,
+    min_rounds: int = 3,
+) -> dict[str, list[float]]:
+    """Seconds of every call of each function, the functions called in turn.
+
+    Each runs ``warmup`` times untimed; then one round calls every function once, the order
+    rotating from round to round, so the machine's load hits them alike. Rounds go on until
+    ``seconds`` per function have passed (at least ``min_rounds``).
+    """
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    names = list(functions)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    budget, rounds, started = seconds * len(names), 0, time.perf_counter()
+    while rounds < min_rounds or time.perf_counter() - started < budget:
+        shift = rounds % len(names)
+        for name in names[shift:] + names[:shift]:
+            synchronize(device)
+            call_started = time.perf_counter()
+            functions[name]()
+            synchronize(device)
+            times[name].append(time.perf_counter() - call_started)
+        rounds += 1
+    return times

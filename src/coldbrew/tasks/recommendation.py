@@ -46,6 +46,15 @@ def default_monitor(
     return Monitor(group, f"recall@{k}", "max", shown=(f"ndcg@{k}",))
 
 
+def original_monitor() -> Monitor:
+    """The original CLCRec's selection metric (``coldbrew.evaluation.protocols``): validation
+    ``all`` Recall@10, higher is better, strictly (``Monitor.improved`` is ``value > best``, as
+    the original's ``>``), the best starting at ``ORIGINAL_INITIAL_BEST`` (0.0): an epoch with
+    Recall@10 = 0 is never selected. Needs ``10`` among the evaluated ks.
+    """
+    return Monitor("all", "recall@10", "max", start=ORIGINAL_INITIAL_BEST)
+
+
 class RecommendationTask(Task):
     def __init__(
         self,
@@ -58,12 +67,14 @@ class RecommendationTask(Task):
         eval_chunk_elements: int | None = None,
         compile_sampler: bool = False,
         protocol: str = "coldbrew",
+        cold_candidates: str = "all",
         distinct_negatives: bool = False,
         fixed_shapes: bool = False,
     ):
         self.dataset, self.device = dataset, torch.device(device)
         self.num_neg, self.ks, self.eval_chunk_elements = num_neg, list(ks), eval_chunk_elements
         self.protocol, self.distinct_negatives = protocol, distinct_negatives
+        self.cold_candidates = cold_candidates
         self.monitor = default_monitor(dataset, self.ks, early_stop_metric, protocol)
         self.compile_sampler = compile_sampler
         self.fixed_shapes = fixed_shapes  # the GPU's step on any device: the rank sampler
@@ -119,6 +130,7 @@ class RecommendationTask(Task):
             eval_chunk_elements=config.eval_chunk_elements,
             compile_sampler=config.compile,
             protocol=config.protocol,
+            cold_candidates=config.cold_candidates,
             distinct_negatives=distinct,
             fixed_shapes=fixed_shapes,
         )
@@ -141,13 +153,14 @@ class RecommendationTask(Task):
     def evaluate_splits(
         self, model: torch.nn.Module, splits: tuple[str, ...], *, progress: bool = False
     ) -> dict[str, Metrics]:
-        """Every split from one scoring pass (``coldbrew.evaluation.single_pass``)."""
+        """Every split from one scoring pass (``coldbrew.evaluation.engine``)."""
         return evaluate_model(
             model,
             self.dataset,
             splits,
             ks=self.ks,
             protocol=self.protocol,
+            cold_candidates=self.cold_candidates,
             chunk_elements=self.eval_chunk_elements,
             progress=progress,
             shard=self.shard,

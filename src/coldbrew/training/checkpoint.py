@@ -22,20 +22,40 @@ LOCK = ".lock"
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
 
-    Readers see either the old complete file or the new one; a failed write leaves no temporary.
-    The temporary's name is unique, so two writers never share one.
+    Readers see either the old complete file or the new one; a failed write leaves no temporary
+    and raises an ``OSError`` that says the old file is intact (the disk filled up, say). The
+    temporary's name is unique, so two writers never share one. The file gets the usual mode
+    (0666 less the umask), not ``mkstemp``'s private 0600.
     """
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
     try:
+        descriptor, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
+    try:
+        os.fchmod(descriptor, 0o666 & ~current_umask())
         with os.fdopen(descriptor, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
+    except (OSError, RuntimeError) as error:  # torch's C++ writer reports a failed write so
+        if isinstance(error, RuntimeError) and "writ" not in str(error):
+            raise
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
+        kept = "the previous one is intact" if path.exists() else "nothing was written"
+        raise OSError(
+            getattr(error, "errno", None), f"cannot write {path}: {reason}; {kept}"
+        ) from None
     finally:
         Path(temporary).unlink(missing_ok=True)
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)  # reading the mask means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def save_checkpoint(payload: dict, path: Path) -> None:
@@ -65,31 +85,44 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
 
 
 class RunLock:
-    """An exclusive ``flock`` on RUN_DIR/.lock for as long as a process trains in RUN_DIR."""
+    """An exclusive lock on RUN_DIR/.lock (``filelock``, an ``flock`` on Unix) for as long as a
+    process trains in RUN_DIR; a second process is refused at once, naming the holder.
+
+    The file holds the holder's process id and is removed on the way out, while still locked:
+    filelock notices a lock file that was unlinked under it and does not count that lock as
+    taken. A process killed with SIGKILL leaves the file behind; the next lock reuses it.
+    """
 
     def __init__(self, run_dir: Path):
+        from filelock import FileLock
+
         self.path = run_dir / LOCK
-        self.handle = None
+        self.lock = FileLock(self.path, blocking=False, on_acquired=_write_owner)
 
     def __enter__(self) -> RunLock:
-        import fcntl
+        from filelock import Timeout
 
-        self.handle = open(self.path, "a+")  # noqa: SIM115 - closed in __exit__
         try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.seek(0)
-            owner = self.handle.read().strip() or "another process"
-            self.handle.close()
+            self.lock.acquire()
+        except Timeout:
             raise ColdbrewError(
-                f"{self.path.parent} is in use by {owner}; wait for it to finish"
+                f"{self.path.parent} is in use by {self._owner()}; wait for it to finish"
             ) from None
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"process {os.getpid()}")
-        self.handle.flush()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.handle is not None:
-            self.handle.close()  # closing releases the lock
+        if self.lock.is_locked:
+            self.path.unlink(missing_ok=True)
+            self.lock.release()
+
+    def _owner(self) -> str:
+        try:
+            return self.path.read_text().strip() or "another process"
+        except OSError:  # released and removed in the meantime
+            return "another process"
+
+
+def _write_owner(descriptor: int) -> None:
+    """filelock's ``on_acquired``: the lock file says who holds it."""
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"process {os.getpid()}".encode(), 0)

@@ -94,21 +94,6 @@ class Distributed:
             dist.destroy_process_group()
 
     # ------------------------------------------------------------------ small collectives
-    def any(self, flag: torch.Tensor) -> torch.Tensor:
-        """True on every rank when ``flag`` (a bool or int tensor) is true on any rank."""
-        if not self.enabled:
-            return flag
-        value = flag.to(torch.int64).reshape(1).clone()
-        dist.all_reduce(value, op=dist.ReduceOp.MAX)
-        return value[0].to(flag.dtype)
-
-    def min(self, value: torch.Tensor) -> torch.Tensor:
-        if not self.enabled:
-            return value
-        reduced = value.reshape(1).clone()
-        dist.all_reduce(reduced, op=dist.ReduceOp.MIN)
-        return reduced[0]
-
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """The elementwise sum over ranks (a new tensor)."""
         if not self.enabled:

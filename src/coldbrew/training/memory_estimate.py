@@ -98,7 +98,7 @@ def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
     from torch.distributed._tools.mem_tracker import MemTracker
     from torch.utils.flop_counter import FlopCounterMode
 
-    from coldbrew.training.run import build_trainer
+    from coldbrew.training.build import build_trainer
 
     blocker = getattr(config.model_options, "fake_trace_blocker", lambda: None)()
     if blocker:
@@ -171,7 +171,7 @@ def evaluation_bytes(config: TrainConfig, data) -> int | None:
     options = config.model_options
     if not hasattr(data, "num_users") or not hasattr(options, "dim"):
         return None
-    from coldbrew.evaluation.ranking import DEFAULT_CHUNK_ELEMENTS
+    from coldbrew.evaluation.engine import DEFAULT_CHUNK_ELEMENTS
 
     chunk = config.eval_chunk_elements or DEFAULT_CHUNK_ELEMENTS
     tables = (data.num_users + data.num_items) * options.dim * 4

@@ -28,11 +28,14 @@ def injected_steps() -> set[int]:
     if not text:
         return set()
     try:
-        return {int(part) for part in text.split(",") if part.strip()}
+        steps = {int(part) for part in text.split(",") if part.strip()}
     except ValueError:
+        steps = {-1}
+    if not steps or min(steps) < 0:
         raise ColdbrewError(
-            f"{INJECT_VARIABLE} must be optimizer step numbers like 3,10, not {text!r}"
-        ) from None
+            f"{INJECT_VARIABLE} must be optimizer step numbers (0 or more) like 3,10, not {text!r}"
+        )
+    return steps
 
 
 class FaultInjector:
@@ -40,6 +43,13 @@ class FaultInjector:
 
     def __init__(self):
         self.pending = injected_steps()
+
+    def unreached(self) -> str | None:
+        """After training: the listed steps the run never took, said in one line."""
+        if not self.pending:
+            return None
+        steps = ",".join(map(str, sorted(self.pending)))
+        return f"{INJECT_VARIABLE} named optimizer step(s) {steps}, which this run never reached"
 
     def check(self, step: int) -> None:
         if step in self.pending:

@@ -8,6 +8,7 @@ from pathlib import Path
 from coldbrew.config import load_saved_config, make_config
 from coldbrew.data.dataset import SPLITS
 from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.plan import check_cold_candidates
 from coldbrew.evaluation.protocols import check_protocol
 from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
@@ -68,23 +69,29 @@ def evaluate_run(
     device: str = "auto",
     trust_pickle: bool | None = None,
     protocol: str | None = None,
+    cold_candidates: str | None = None,
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json.
 
     ``splits`` defaults to every split the data has; asking for one it lacks is an error and
     writes nothing. ``protocol`` re-scores under ``"coldbrew"`` or ``"original"`` masking
-    (default: the run's own).
+    (default: the run's own); ``cold_candidates`` ranks a split's users over ``"all"`` cold
+    items or the ``"split"``'s own (default: the run's own).
     """
     from coldbrew.tasks import build_task
 
     if protocol is not None:
         check_protocol(protocol)  # refused before anything is loaded
+    if cold_candidates is not None:
+        check_cold_candidates(cold_candidates)
     config, dataset, model, target = load_best_model(
         run_dir, data=data, device=device, trust_pickle=trust_pickle
     )
     run_dir = Path(run_dir)
     if protocol is not None:
         config.protocol = check_protocol(protocol)  # the masking only: training is over
+    if cold_candidates is not None:
+        config.cold_candidates = cold_candidates
     spec = model_spec(config.model)
     task = build_task(spec.task, dataset, config, target)
     available = task.splits()
@@ -101,6 +108,7 @@ def evaluate_run(
         "run": str(run_dir),
         "data": config.data,
         "protocol": config.protocol,
+        "cold_candidates": config.cold_candidates,
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),

@@ -10,7 +10,7 @@ task's monitored metric, early stopping after ``patience`` evaluations without i
 
 Randomness, one process: the sample order and everything drawn inside a step (negatives,
 dropout, CLCRec's content mix) come from the global torch RNG, which the run seeds before it
-builds the model (``coldbrew.training.run.build_trainer``) and checkpoints restore, so a
+builds the model (``coldbrew.training.build.build_trainer``) and checkpoints restore, so a
 resumed run continues the same stream. Several processes (``training/distributed.py``): the
 order comes from a generator seeded by (seed, epoch), the same on every rank, and each rank
 reseeds its step RNG from (seed, epoch, rank) at every epoch.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,12 @@ class Trainer:
         # one optimizer step: batch_size x grad_accum samples on each of world_size ranks
         self.step_samples = config.batch_size * config.grad_accum * self.distributed.world_size
         self.steps_per_epoch = math.ceil(task.num_samples() / self.step_samples)
+        if self.step_samples > task.num_samples() and trains:
+            warnings.warn(
+                f"a step of {self.step_samples:,} samples (batch size x grad_accum x processes) "
+                f"is more than the {task.num_samples():,} training samples: one step per epoch",
+                stacklevel=2,
+            )
         # a model with nothing to train (content KNN) is evaluated once, as its only epoch
         self.trains = trains
         self.optimizer = build_optimizer(self.model, config) if trains else None
@@ -360,6 +367,8 @@ class Trainer:
                 f"early stop: {monitor.key} did not improve for {config.patience} evaluations; "
                 f"best epoch {state.best_epoch}"
             )
+        if unreached := self.faults.unreached():
+            warnings.warn(f"{unreached} (it took {state.optimizer_steps})", stacklevel=2)
         return state
 
     def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:

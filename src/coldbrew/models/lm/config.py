@@ -99,6 +99,10 @@ class LMConfig:
     text_batch_size: int = option(64, "texts per backbone call when embedding", minimum=1)
 
     def __post_init__(self) -> None:
+        # none means "the loss's default": resolved here, so config.yaml and results.json
+        # record the number of negatives the run drew, not null
+        if self.num_neg is None:
+            self.num_neg = DEFAULT_NUM_NEG.get(self.loss)
         self.validate()
 
     def resolved_num_neg(self) -> int:

@@ -203,7 +203,7 @@ class LMRecommender(Recommender):
             if widths:
                 warnings.warn(
                     f"the new item's feature blocks ({', '.join(self.feature_widths)}) are not "
-                    "given (--item-features) and are taken as zeros",
+                    "given (--item-vector) and are taken as zeros",
                     stacklevel=2,
                 )
             blocks = torch.zeros((len(texts), self.item_features.shape[1]), device=device)
