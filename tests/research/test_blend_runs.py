@@ -12,17 +12,23 @@ from tiny_run import TINY
 from coldbrew.cli import main
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.blend import blend, choose_weights
+from coldbrew.evaluation import evaluate_embeddings
+from coldbrew.models.blend import blended
+from coldbrew.research.blend import blend, choose_weights, weight_grid
 from coldbrew.training.blend import run_vectors
 from coldbrew.training.run import load_run_dataset, train
 from coldbrew.training.run_evaluation import evaluate_run
+
+# 400 items, 80 of them cold: enough that recall@20 (what the weights are chosen on) is not 1
+# for every ranking of the cold candidates
+BLENDED = {**TINY, "data": "synthetic:small,users=120,items=400", "seed": 3}
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("blend")
     for dim in (8, 16):
-        train(make_config(TINY, {"seed": 3, "dim": dim}), root / f"dim{dim}")
+        train(make_config(BLENDED, {"dim": dim}), root / f"dim{dim}")
     return root / "dim8", root / "dim16"
 
 
@@ -30,17 +36,24 @@ def quiet(_line: str) -> None:
     pass
 
 
-def test_a_run_blended_with_its_mirror_image_keeps_the_run(two_runs):
-    # run B's vectors are A's with users negated: B ranks every list backwards, so any weight
-    # on B above A's reverses the ranking, and equal weights tie everything; the best weights
-    # put more on A and score exactly A's val cold recall@20
-    first = two_runs[0]
-    dataset = load_run_dataset(make_config(TINY, {"seed": 3}))
-    users, items = run_vectors(first, dataset)
-    weights, score = choose_weights(dataset, [(users, items), (-users, items)], "all", log=quiet)
-    alone = json.loads((first / "results.json").read_text())["metrics"]["val"]["cold"]
-    assert weights[0] > weights[1]
-    assert score == pytest.approx(alone["recall@20"], abs=1e-9)
+def test_the_chosen_weights_are_the_grid_point_with_the_best_val_cold_recall(two_runs):
+    # the plain reference: every grid point blended and scored on its own; the choice is the
+    # first best one in grid order, and its score is that point's
+    dataset = load_run_dataset(make_config(BLENDED))
+    components = [run_vectors(run, dataset) for run in two_runs]
+    weights, score = choose_weights(dataset, components, "all", log=quiet)
+    scores = {}
+    for point in weight_grid(2):
+        vectors = blended(components, list(point))
+        metrics = evaluate_embeddings(dataset, vectors.users, vectors.items, "val", ks=(20,))
+        scores[point] = metrics["cold"]["recall@20"]
+    best = max(scores.values())
+    assert score == pytest.approx(best, abs=1e-12)
+    assert tuple(weights) == next(point for point, value in scores.items() if value == best)
+    # the ends of the grid are each run alone: their own val cold recall@20
+    for point, run in (((1.0, 0.0), two_runs[0]), ((0.0, 1.0), two_runs[1])):
+        alone = json.loads((run / "results.json").read_text())["metrics"]["val"]["cold"]
+        assert scores[point] == pytest.approx(alone["recall@20"], abs=1e-9)
 
 
 def test_blend_is_a_run_that_evaluate_recommend_and_compare_take(two_runs, tmp_path, capsys):
@@ -50,7 +63,7 @@ def test_blend_is_a_run_that_evaluate_recommend_and_compare_take(two_runs, tmp_p
     assert "model: blend" in config and "weights:" in config
     evaluated = evaluate_run(out)["metrics"]
     assert evaluated["val"]["cold"] == pytest.approx(results["metrics"]["val"]["cold"])
-    assert main(["recommend", str(out), "--user", "1", "--k", "3"]) == 0
+    assert main(["recommend", "--run", str(out), "--user", "1", "--k", "3"]) == 0
     assert main(["compare", str(out), *map(str, two_runs)]) == 0
     assert "blend" in capsys.readouterr().out
 
@@ -87,7 +100,7 @@ def test_one_run_or_other_data_is_refused(two_runs, tmp_path):
     with pytest.raises(ColdbrewError, match="2 to 6 runs"):
         blend(two_runs[:1], tmp_path / "one", log=quiet)
     other = tmp_path / "other"
-    train(make_config(TINY, {"seed": 4, "data": "synthetic:small,users=90,items=80"}), other)
+    train(make_config(BLENDED, {"seed": 4, "data": "synthetic:small,users=90,items=400"}), other)
     with pytest.raises(ColdbrewError, match="other data"):
         blend([two_runs[0], other], tmp_path / "mixed", log=quiet)
 

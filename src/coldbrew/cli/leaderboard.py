@@ -20,7 +20,7 @@ BLEND_EXAMPLES = """Examples:
   coldbrew blend --runs runs/board/clcrec/seed-1,runs/board/gar/seed-1 --cold-candidates split \
       --out runs/blend-split
   coldbrew blend --runs runs/a,runs/b --weights 0.7,0.3 --out runs/blend-fixed
-Then: coldbrew evaluate runs/blend; coldbrew recommend runs/blend --user 1; coldbrew compare."""
+Then: coldbrew evaluate --run runs/blend; coldbrew recommend --run runs/blend --user 1; coldbrew compare runs/blend runs/clcrec."""
 
 
 def add_parser(commands) -> None:

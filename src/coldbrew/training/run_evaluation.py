@@ -70,8 +70,9 @@ def evaluate_run(
     trust_pickle: bool | None = None,
     protocol: str | None = None,
     cold_candidates: str | None = None,
+    output: str = "evaluation.json",
 ) -> dict:
-    """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write evaluation.json.
+    """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write RUN_DIR/``output``.
 
     ``splits`` defaults to every split the data has; asking for one it lacks is an error and
     writes nothing. ``protocol`` re-scores under ``"coldbrew"`` or ``"original"`` masking
@@ -104,7 +105,7 @@ def evaluate_run(
     configure_process(target)
     started = time.perf_counter()
     metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in SPLITS))
-    output = {
+    result = {
         "run": str(run_dir),
         "data": config.data,
         "protocol": config.protocol,
@@ -113,5 +114,5 @@ def evaluate_run(
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),
     }
-    write_json(output, run_dir / "evaluation.json")
-    return output
+    write_json(result, run_dir / output)
+    return result
