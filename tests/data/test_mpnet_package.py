@@ -153,3 +153,12 @@ def test_real_mpnet_assembles_and_encodes_768_d_unit_vectors(tmp_path, monkeypat
         folder = mpnet_folder(tmp_path, progress=False)
         reference = SentenceTransformer(str(folder), device="cpu").encode(texts)
         torch.testing.assert_close(vectors, torch.from_numpy(reference), atol=1e-5, rtol=1e-4)
+
+
+def test_the_backbone_name_mpnet_is_the_assembled_folder(tmp_path, monkeypatch):
+    """The LM recommender's --backbone mpnet and --text-encoder mpnet load the same folder."""
+    from coldbrew.data import text_backbone
+
+    monkeypatch.setattr(mpnet_package, "mpnet_folder", lambda root, progress=True: tmp_path)
+    assert text_backbone.backbone_location("mpnet") == (str(tmp_path), True)
+    assert text_backbone.backbone_identity("mpnet").endswith(mpnet_package.MPNET_SHA256[:16])
