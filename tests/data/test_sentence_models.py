@@ -204,3 +204,16 @@ def test_a_source_without_item_texts_notes_an_unused_encoder(folder):
     dataset = load_dataset("synthetic:small", text_encoder=str(folder))
     assert any("unused" in note for note in dataset.notes)
     assert not any("unused" in note for note in load_dataset("synthetic:small").notes)
+
+
+def test_a_folder_digest_is_remembered_on_disk_until_a_file_changes(folder, tmp_path):
+    text_backbone._folder_digest.cache_clear()  # other tests' memos are in their own caches
+    identity = text_backbone.backbone_identity(str(folder))
+    memos = list((tmp_path / "cache" / "text" / "folder-digests").glob("*.txt"))
+    assert len(memos) == 1 and identity == f"folder:{memos[0].read_text()}"
+    text_backbone._folder_digest.cache_clear()  # as a new process
+    memos[0].write_text("a" * 64)  # the memo is read, not the weights
+    assert text_backbone.backbone_identity(str(folder)) == "folder:" + "a" * 64
+    memos[0].unlink()
+    text_backbone._folder_digest.cache_clear()
+    assert text_backbone.backbone_identity(str(folder)) == identity  # recomputed from contents

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -144,14 +146,39 @@ def backbone_identity(name: str) -> str:
 
 @lru_cache(maxsize=16)
 def _folder_digest(location: str, stamp: tuple) -> str:
-    """SHA-256 over the folder's top-level files (names and contents); ``stamp`` keys the memo."""
+    """SHA-256 over the folder's top-level files (names and contents). ``stamp`` (names, sizes,
+    modification times) keys a memo in this process and one on disk, so a large model folder
+    is read once, not on every run; changing any file changes the stamp."""
+    from coldbrew.data.paths import cache_dir
+
+    key = hashlib.sha256(repr((location, stamp)).encode()).hexdigest()
+    memo = cache_dir() / "text" / "folder-digests" / f"{key}.txt"
+    try:
+        remembered = memo.read_text().strip()
+        if len(remembered) == 64:
+            return remembered
+    except OSError:
+        pass
     digest = hashlib.sha256()
     for name, _, _ in stamp:
         digest.update(name.encode() + b"\0")
         with open(Path(location) / name, "rb") as file:
             for block in iter(lambda: file.read(1 << 22), b""):
                 digest.update(block)
+    _remember(memo, digest.hexdigest())
     return digest.hexdigest()
+
+
+def _remember(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a rename; a memo that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        pass
 
 
 def load_backbone(
