@@ -4,6 +4,7 @@ sentence-transformers folder: recorded in config.yaml and results.json, reused b
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -67,6 +68,13 @@ def test_train_records_the_encoder_and_evaluate_reuses_it(data, encoder, tmp_pat
     output = json.loads(capsys.readouterr().out)
     assert output["text_encoder"] == encoder
     assert output["metrics"]["val"] == results["metrics"]["val"]
+
+    moved = tmp_path / "moved-encoder"
+    shutil.move(encoder, moved)  # the run's folder is gone: evaluate is told the new place
+    assert main(["evaluate", "--run", str(run), "--json"]) == 2
+    assert f"option text_encoder: '{encoder}' is neither" in capsys.readouterr().err
+    assert main(["evaluate", "--run", str(run), "--text-encoder", str(moved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["val"] == results["metrics"]["val"]
 
 
 def test_the_option_is_a_typed_run_setting(encoder):
