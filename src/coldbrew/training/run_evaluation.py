@@ -35,9 +35,11 @@ def load_best_model(
     data: str | None = None,
     device: str = "auto",
     trust_pickle: bool | None = None,
+    text_encoder: str | None = None,
 ):
     """``(config, data, model, device)``: RUN_DIR's best checkpoint in eval mode on ``device``,
-    rebuilt for its own data (or ``data``); training-only parts (a loss graph) are not built."""
+    rebuilt for its own data (or ``data``, its texts encoded by the run's text encoder unless
+    ``text_encoder`` is given); training-only parts (a loss graph) are not built."""
     from coldbrew.models import build_model
 
     run_dir = Path(run_dir)
@@ -48,6 +50,8 @@ def load_best_model(
         overrides["data"] = data
     if trust_pickle is not None:
         overrides["trust_pickle"] = trust_pickle
+    if text_encoder is not None:
+        overrides["text_encoder"] = text_encoder
     config = make_config(load_saved_config(run_dir / CONFIG), overrides)
     for name, value in model_spec(config.model).evaluation_overrides.items():
         setattr(config.model_options, name, value)
@@ -70,6 +74,7 @@ def evaluate_run(
     trust_pickle: bool | None = None,
     protocol: str | None = None,
     cold_candidates: str | None = None,
+    text_encoder: str | None = None,
     output: str = "evaluation.json",
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write RUN_DIR/``output``.
@@ -77,7 +82,9 @@ def evaluate_run(
     ``splits`` defaults to every split the data has; asking for one it lacks is an error and
     writes nothing. ``protocol`` re-scores under ``"coldbrew"`` or ``"original"`` masking
     (default: the run's own); ``cold_candidates`` ranks a split's users over ``"all"`` cold
-    items or the ``"split"``'s own (default: the run's own).
+    items or the ``"split"``'s own (default: the run's own); ``text_encoder`` replaces the run's
+    text encoder (the same model moved elsewhere: another model's vectors do not fit the
+    checkpoint).
     """
     from coldbrew.tasks import build_task
 
@@ -86,7 +93,7 @@ def evaluate_run(
     if cold_candidates is not None:
         check_cold_candidates(cold_candidates)
     config, dataset, model, target = load_best_model(
-        run_dir, data=data, device=device, trust_pickle=trust_pickle
+        run_dir, data=data, device=device, trust_pickle=trust_pickle, text_encoder=text_encoder
     )
     run_dir = Path(run_dir)
     if protocol is not None:
@@ -110,6 +117,7 @@ def evaluate_run(
         "data": config.data,
         "protocol": config.protocol,
         "cold_candidates": config.cold_candidates,
+        "text_encoder": config.text_encoder,
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),

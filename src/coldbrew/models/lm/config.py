@@ -54,7 +54,7 @@ class LMConfig:
     dim: int = option(64, "width of the user and item vectors that are scored", minimum=1)
     hidden: int = option(256, "hidden width of the projection MLPs", minimum=1)
     backbone: str = option(
-        "all-MiniLM-L6-v2", "text model: the packaged MiniLM, a local folder or a hub name"
+        "all-MiniLM-L6-v2", "text model: the packaged MiniLM, mpnet, a local folder or a hub name"
     )
     pooling: str = option(
         "auto",

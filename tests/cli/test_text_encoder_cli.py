@@ -1,0 +1,85 @@
+"""``--text-encoder`` on ``data info``, ``train`` and ``evaluate``, with a tiny local
+sentence-transformers folder: recorded in config.yaml and results.json, reused by evaluate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from coldbrew.cli import main
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from sentence_support import tiny_sentence_folder
+
+pytest.importorskip("transformers")
+
+ITEMS = "iid,title,genres\n" + "".join(
+    f"{item},Film {item} (199{item % 10}),{'Action' if item % 2 else 'Drama'}\n"
+    for item in range(1, 13)
+)
+TRAIN = "uid,iid\n" + "".join(
+    f"{user},{(user + shift) % 9 + 1}\n" for user in range(1, 7) for shift in (0, 1, 3)
+)
+COLD_VAL = "uid,iid\n" + "".join(f"{user},{10 + user % 3}\n" for user in range(1, 7))
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def data(tmp_path):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    for name, text in (("items.csv", ITEMS), ("train.csv", TRAIN), ("cold_val.csv", COLD_VAL)):
+        (folder / name).write_text(text)
+    return str(folder)
+
+
+@pytest.fixture
+def encoder(tmp_path):
+    return str(tiny_sentence_folder(tmp_path / "encoder"))
+
+
+def test_data_info_shows_the_chosen_encoder_width(data, encoder, capsys):
+    argv = ["data", "info", data, "--features", "genre,text", "--json"]
+    assert main([*argv, "--text-encoder", encoder]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["features"]["text"] == [12, 32] and summary["text_encoder"] == encoder
+    assert main([*argv, "--text-encoder", "bert-base"]) == 2
+    assert "option text_encoder: 'bert-base' is neither" in capsys.readouterr().err
+
+
+def test_train_records_the_encoder_and_evaluate_reuses_it(data, encoder, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["train", "--data", data, "--features", "genre,text", "--text-encoder", encoder]
+    argv += ["--epochs", "1", "--batch-size", "16", "--num-neg", "2", "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["text_encoder"] == encoder
+    results = json.loads((run / "results.json").read_text())
+    assert results["config"]["text_encoder"] == encoder
+    assert results["dataset"]["features"]["text"] == [12, 32]
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert output["text_encoder"] == encoder
+    assert output["metrics"]["val"] == results["metrics"]["val"]
+
+    moved = tmp_path / "moved-encoder"
+    shutil.move(encoder, moved)  # the run's folder is gone: evaluate is told the new place
+    assert main(["evaluate", "--run", str(run), "--json"]) == 2
+    assert f"option text_encoder: '{encoder}' is neither" in capsys.readouterr().err
+    assert main(["evaluate", "--run", str(run), "--text-encoder", str(moved), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["val"] == results["metrics"]["val"]
+
+
+def test_the_option_is_a_typed_run_setting(encoder):
+    assert make_config({}).text_encoder == "minilm"
+    assert make_config({"text_encoder": "mpnet"}).text_encoder == "mpnet"
+    assert make_config({"text-encoder": encoder}).to_dict()["text_encoder"] == encoder
+    with pytest.raises(ColdbrewError, match="option text_encoder: 'gpt2' is neither"):
+        make_config({"text_encoder": "gpt2"})
