@@ -14,6 +14,9 @@ from typing import Any
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.blend_config import BlendOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.deepmusic_config import DeepMusicOptions
+from coldbrew.models.dropoutnet_config import DropoutNetOptions
+from coldbrew.models.heater_config import HeaterOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
 
@@ -96,6 +99,30 @@ MODELS: dict[str, ModelSpec] = {
         "a blend of trained runs' per-user standardised scores (coldbrew blend)",
         teacher="coldbrew.training.blend:blend_vectors",
         trains=False,
+    ),
+    "deepmusic": ModelSpec(
+        "deepmusic",
+        DeepMusicOptions,
+        "coldbrew.models.deepmusic:build",
+        "recommendation",
+        "DeepMusic (van den Oord et al. 2013): content MLP regresses the backbone's item vectors",
+        teacher=True,
+    ),
+    "dropoutnet": ModelSpec(
+        "dropoutnet",
+        DropoutNetOptions,
+        "coldbrew.models.dropoutnet:build",
+        "recommendation",
+        "DropoutNet (Volkovs et al. 2017): towers reproduce backbone scores, preference dropout",
+        teacher=True,
+    ),
+    "heater": ModelSpec(
+        "heater",
+        HeaterOptions,
+        "coldbrew.models.heater:build",
+        "recommendation",
+        "Heater (Zhu et al. 2020): randomized training, mixture-of-experts content, distillation",
+        teacher=True,
     ),
 }
 
