@@ -13,6 +13,7 @@ from typing import Any
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.blend_config import BlendOptions
+from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.deepmusic_config import DeepMusicOptions
 from coldbrew.models.dropoutnet_config import DropoutNetOptions
@@ -123,6 +124,13 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "Heater (Zhu et al. 2020): randomized training, mixture-of-experts content, distillation",
         teacher=True,
+    ),
+    "bpr": ModelSpec(
+        "bpr",
+        BPROptions,
+        "coldbrew.models.bpr:build",
+        "recommendation",
+        "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
     ),
 }
 
