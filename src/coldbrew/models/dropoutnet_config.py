@@ -18,7 +18,7 @@ class DropoutNetOptions(TeacherOptions):
     dropout: float = option(
         0.5, "probability that an item's preference input is zeroed in a step", minimum=0, maximum=1
     )
-    num_neg: int = option(16, "negatives per positive: sampled pairs per user", minimum=1)
+    num_neg: int = option(4, "negatives per positive: sampled pairs per user", minimum=1)
 
     def negative_sampling(self) -> tuple[int, bool]:
         """Negatives per positive the recommendation task draws, and whether they all differ."""

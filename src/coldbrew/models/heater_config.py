@@ -25,7 +25,7 @@ class HeaterOptions(TeacherOptions):
     similarity_weight: float = option(
         0.1, "weight of the content-to-backbone similarity constraint", minimum=0
     )
-    num_neg: int = option(16, "negatives per positive: sampled pairs per user", minimum=1)
+    num_neg: int = option(4, "negatives per positive: sampled pairs per user", minimum=1)
 
     def negative_sampling(self) -> tuple[int, bool]:
         """Negatives per positive the recommendation task draws, and whether they all differ."""
