@@ -15,6 +15,9 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.blend_config import BlendOptions
 from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.deepmusic_config import DeepMusicOptions
+from coldbrew.models.dropoutnet_config import DropoutNetOptions
+from coldbrew.models.heater_config import HeaterOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
 
@@ -97,6 +100,38 @@ MODELS: dict[str, ModelSpec] = {
         "a blend of trained runs' per-user standardised scores (coldbrew blend)",
         teacher="coldbrew.training.blend:blend_vectors",
         trains=False,
+    ),
+    "deepmusic": ModelSpec(
+        "deepmusic",
+        DeepMusicOptions,
+        "coldbrew.models.deepmusic:build",
+        "recommendation",
+        "DeepMusic (van den Oord et al. 2013): content MLP regresses the backbone's item vectors",
+        # an epoch regresses every warm item about 300 times at this batch; a few suffice, and
+        # the decay keeps the MLP from fitting the backbone's noise (val cold Recall@20 fell
+        # after epoch 1 without it)
+        run_defaults={"batch_size": 16384, "lr": 0.005, "weight_decay": 0.001, "epochs": 3},
+        teacher=True,
+    ),
+    "dropoutnet": ModelSpec(
+        "dropoutnet",
+        DropoutNetOptions,
+        "coldbrew.models.dropoutnet:build",
+        "recommendation",
+        "DropoutNet (Volkovs et al. 2017): towers reproduce backbone scores, preference dropout",
+        # a short sweep on val (seed 1, als backbone): cold Recall@20 peaked within ~250k samples
+        run_defaults={"batch_size": 4096, "lr": 0.005, "epochs": 2},
+        teacher=True,
+    ),
+    "heater": ModelSpec(
+        "heater",
+        HeaterOptions,
+        "coldbrew.models.heater:build",
+        "recommendation",
+        "Heater (Zhu et al. 2020): randomized training, mixture-of-experts content, distillation",
+        # a short sweep on val (seed 1, als backbone): cold Recall@20 peaked within ~250k samples
+        run_defaults={"batch_size": 4096, "lr": 0.005, "epochs": 2},
+        teacher=True,
     ),
     "bpr": ModelSpec(
         "bpr",

@@ -24,15 +24,29 @@ SMALL = {
     "lstm": {"data": "synthetic:series=3,days=100", "window": 14, "hidden": 16, "layers": 1},
     "lm": {"data": "tiny-text", "dim": 8, "hidden": 16, "loss": "infonce", "num_neg": 4},
     "bpr": {"data": "synthetic:small", "dim": 16},
+    "deepmusic": {"data": "synthetic:small", "backbone_dim": 8, "hidden": 32},
+    "dropoutnet": {"data": "synthetic:small", "backbone_dim": 8, "dim": 8, "hidden": 32},
+    "heater": {"data": "synthetic:small", "backbone_dim": 8, "dim": 8, "hidden": 32},
 }
 RUN = {"batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu", "seed": 4}
 # models built from other runs, not from data: their own tests cover what applies to them
-COMPOSITES = {"blend": "tests/research/test_blend.py"}
+COMPOSITES = {"blend": "tests/research/test_blend_runs.py"}
 CONTRACT_MODELS = sorted(set(MODELS) - set(COMPOSITES))
 RECOMMENDERS = [name for name in CONTRACT_MODELS if MODELS[name].task == "recommendation"]
 # warm baselines that read no content: their cold items score exactly zero instead
 WITHOUT_CONTENT = {"bpr"}
 WITHOUT_MATMUL = {"bpr"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def collaborative_teacher():
+    """Models built from the collaborative backbone learn from a test SVD teacher instead."""
+    from teacher_support import PROVIDER
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -1,0 +1,92 @@
+"""DropoutNet (Volkovs, Yu and Poutanen, "DropoutNet: Addressing Cold Start in Recommender
+Systems", NeurIPS 2017): towers over [preference, content] taught to reproduce a collaborative
+model's scores, the preference input dropped out so that content alone must carry cold items.
+
+* The preference inputs are the collaborative backbone's embeddings (trained on warm
+  interactions, ``coldbrew.training.backbone``): user ``U_u``, item ``V_i`` (zero for cold
+  items, which have none).
+* Item tower: ``[V_i · keep_i, content_i]`` → ``Linear(hidden)`` → tanh → ``Linear(dim)``, the
+  content branch a ``coldbrew.models.content.ContentEncoder`` (blocks row-normalised,
+  ``Linear(hidden)`` → LeakyReLU → ``Linear(hidden)``, shared with CLCRec's design). User tower:
+  ``U_u`` → ``Linear(hidden)`` → tanh → ``Linear(dim)`` (users here have no content, and every
+  user is warm, so the paper's user dropout is left out).
+* Input dropout: each distinct item of a step has its preference input zeroed with
+  probability ``dropout`` (the paper's 0.5); the paper draws per training pair, here an item's
+  draw holds for its pairs of the step (one tower call per distinct item). Cold items are
+  always zeroed, in training and scoring alike, as the paper infers them.
+* Loss: mean over the step's sampled pairs (each user's positive and its negatives) of
+  ``(f_U(u) · f_V(i) − U_u · V_i)²``, the paper's objective. The paper's batch norm is left
+  out (it makes a step depend on its batch's statistics); its deeper towers ([800, 400] in the
+  public code) are one hidden layer here, ``hidden`` wide.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.models.content import ContentEncoder
+from coldbrew.models.distilled import TeacherStudent, pair_scores, score_regression, tower
+
+
+class DropoutNet(TeacherStudent):
+    def __init__(
+        self,
+        num_users: int,
+        num_items: int,
+        features: dict[str, torch.Tensor | WordIds],
+        cold_items: torch.Tensor,
+        teacher: Teacher | None,
+        *,
+        teacher_dim: int,
+        dim: int = 64,
+        hidden: int = 256,
+        dropout: float = 0.5,
+    ):
+        super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
+        self.dropout = dropout
+        self.content = ContentEncoder(features, num_items, hidden, hidden)
+        self.user_tower = tower(teacher_dim, hidden, dim)
+        self.item_tower = tower(teacher_dim + hidden, hidden, dim)
+
+    def item_vectors(self, items: torch.Tensor | None, keep: torch.Tensor) -> torch.Tensor:
+        """Item tower outputs ``(n, dim)`` of ``items`` (None: all); ``keep`` ``(n, 1)``: whose
+        preference input is kept."""
+        preference = self.teacher_items if items is None else self.teacher_items[items]
+        inputs = torch.cat([preference * keep, self.content(items)], dim=1)  # (n, d + hidden)
+        return self.item_tower(inputs)
+
+    def forward(self, batch: Batch) -> LossOutput:
+        users, items = batch.users, batch.items  # (B,), (B, 1 + K)
+        distinct, inverse = self.step_items(items)
+        dropped = torch.rand(len(distinct), 1, device=items.device) < self.dropout
+        keep = ~(dropped | self.cold_mask[distinct, None])  # (n, 1)
+        item_vectors = self.item_vectors(distinct, keep.float())
+        user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
+        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
+        regression = score_regression(predicted, self.teacher_scores(users, items))
+        return LossOutput(total=regression, terms={"regression": regression})
+
+    def user_embeddings(self) -> torch.Tensor:
+        return self.user_tower(self.teacher_users)
+
+    def item_embeddings(self) -> torch.Tensor:
+        """Warm items from preference and content, cold items from content alone."""
+        return self.item_vectors(None, (~self.cold_mask[:, None]).float())
+
+
+def build(dataset: Dataset, config, teacher: Teacher | None) -> DropoutNet:
+    """The registry's builder: DropoutNet with ``config.model_options`` (``DropoutNetOptions``)."""
+    options = config.model_options
+    return DropoutNet(
+        dataset.num_users,
+        dataset.num_items,
+        dataset.features,
+        torch.from_numpy(dataset.cold_items),
+        teacher,
+        teacher_dim=options.backbone_dim,
+        dim=options.dim,
+        hidden=options.hidden,
+        dropout=options.dropout,
+    )

@@ -1,0 +1,114 @@
+"""Heater (Zhu, Lin, He, Wang, Caverlee and Jiang, "Recommendation for New Users and New Items
+via Randomized Training and Mixture-of-Experts Transformation", SIGIR 2020): distil a
+collaborative backbone through a content transformation that warm items are trained to share.
+
+* Backbone: user ``U_u`` and item ``V_i`` embeddings trained on warm interactions
+  (``coldbrew.training.backbone``; zero for cold items).
+* Mixture-of-experts transformation of content: a ``coldbrew.models.content.ContentEncoder``
+  trunk (blocks row-normalised, ``Linear(hidden)`` → LeakyReLU → ``Linear(hidden)``), tanh,
+  then ``experts`` linear experts to the backbone's width, mixed by a softmax gate over the
+  same trunk: ``C_i = Σ_k softmax(g(x_i))_k · E_k(x_i)``. The public code gates with tanh and
+  puts a tanh after the mixture; this follows the paper's softmax mixture and leaves the
+  output unbounded, since the similarity constraint pulls it towards the backbone's unbounded
+  embeddings. The experts share the trunk (one encoder call) rather than each reading the raw
+  content.
+* Randomized training: each distinct warm item of a step enters the item tower as ``C_i``
+  instead of ``V_i`` with probability ``randomize``; cold items always do (training and
+  scoring), warm items are scored from ``V_i``.
+* Towers (the paper's final transformation): item ``Linear(hidden)`` → tanh → ``Linear(dim)``
+  over ``V_i`` or ``C_i``, user the same over ``U_u``. The public code's batch norm is left
+  out.
+* Loss: mean over the step's sampled pairs of ``(f_U(u) · f_V(i) − U_u · V_i)²`` (the
+  backbone's scores, as in the paper) plus ``similarity_weight`` × the similarity constraint,
+  mean over the step's item occurrences of ‖C_i − V_i‖².
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.models.content import ContentEncoder
+from coldbrew.models.distilled import (
+    TeacherStudent,
+    pair_scores,
+    score_regression,
+    squared_distance,
+    tower,
+)
+
+
+class Heater(TeacherStudent):
+    def __init__(
+        self,
+        num_users: int,
+        num_items: int,
+        features: dict[str, torch.Tensor | WordIds],
+        cold_items: torch.Tensor,
+        teacher: Teacher | None,
+        *,
+        teacher_dim: int,
+        dim: int = 64,
+        hidden: int = 256,
+        experts: int = 5,
+        randomize: float = 0.5,
+        similarity_weight: float = 0.1,
+    ):
+        super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
+        self.randomize, self.similarity_weight = randomize, similarity_weight
+        self.num_experts, self.teacher_dim = experts, teacher_dim
+        self.content = ContentEncoder(features, num_items, hidden, hidden)
+        self.experts = nn.Linear(hidden, experts * teacher_dim)  # every expert in one matmul
+        self.gate = nn.Linear(hidden, experts)
+        self.user_tower = tower(teacher_dim, hidden, dim)
+        self.item_tower = tower(teacher_dim, hidden, dim)
+
+    def content_vectors(self, items: torch.Tensor | None = None) -> torch.Tensor:
+        """The mixture of experts ``(n, d)`` over the content of ``items`` (None: all)."""
+        trunk = torch.tanh(self.content(items))  # (n, hidden)
+        weights = torch.softmax(self.gate(trunk), dim=1)  # (n, E)
+        outputs = self.experts(trunk).view(-1, self.num_experts, self.teacher_dim)  # (n, E, d)
+        return torch.bmm(weights.unsqueeze(1), outputs).squeeze(1)  # (n, 1, E) @ (n, E, d)
+
+    def forward(self, batch: Batch) -> LossOutput:
+        users, items = batch.users, batch.items  # (B,), (B, 1 + K)
+        distinct, inverse = self.step_items(items)
+        content = self.content_vectors(distinct)  # (n, d)
+        preference = self.teacher_items[distinct]  # (n, d)
+        swapped = torch.rand(len(distinct), 1, device=items.device) < self.randomize
+        swapped = swapped | self.cold_mask[distinct, None]  # (n, 1)
+        item_vectors = self.item_tower(torch.where(swapped, content, preference))
+        user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
+        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
+        regression = score_regression(predicted, self.teacher_scores(users, items))
+        similarity = squared_distance(content[inverse], self.teacher_items[items])
+        total = regression + self.similarity_weight * similarity
+        return LossOutput(total=total, terms={"regression": regression, "similarity": similarity})
+
+    def user_embeddings(self) -> torch.Tensor:
+        return self.user_tower(self.teacher_users)
+
+    def item_embeddings(self) -> torch.Tensor:
+        """Warm items from the backbone, cold items from the content transformation."""
+        inputs = torch.where(self.cold_mask[:, None], self.content_vectors(), self.teacher_items)
+        return self.item_tower(inputs)
+
+
+def build(dataset: Dataset, config, teacher: Teacher | None) -> Heater:
+    """The registry's builder: Heater with ``config.model_options`` (``HeaterOptions``)."""
+    options = config.model_options
+    return Heater(
+        dataset.num_users,
+        dataset.num_items,
+        dataset.features,
+        torch.from_numpy(dataset.cold_items),
+        teacher,
+        teacher_dim=options.backbone_dim,
+        dim=options.dim,
+        hidden=options.hidden,
+        experts=options.experts,
+        randomize=options.randomize,
+        similarity_weight=options.similarity_weight,
+    )
