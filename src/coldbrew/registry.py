@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.aldi_config import ALDIOptions
 from coldbrew.models.blend_config import BlendOptions
 from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.gar_config import GAROptions
+from coldbrew.models.knn_config import KNNOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
 
@@ -95,6 +98,31 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "a blend of trained runs' per-user standardised scores (coldbrew blend)",
         teacher="coldbrew.training.blend:blend_vectors",
+        trains=False,
+    ),
+    "gar": ModelSpec(
+        "gar",
+        GAROptions,
+        "coldbrew.models.gar:build",
+        "recommendation",
+        "GAR (Chen et al. 2022): content generator vs recommender over a warm backbone",
+        teacher=True,
+    ),
+    "aldi": ModelSpec(
+        "aldi",
+        ALDIOptions,
+        "coldbrew.models.aldi:build",
+        "recommendation",
+        "ALDI (Huang et al. 2023): content student distilled from a warm backbone",
+        teacher=True,
+    ),
+    "knn": ModelSpec(
+        "knn",
+        KNNOptions,
+        "coldbrew.models.content_knn:build",
+        "recommendation",
+        "content KNN: cold items average their content neighbours' backbone vectors",
+        teacher=True,
         trains=False,
     ),
 }
