@@ -14,6 +14,7 @@ from typing import Any
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.aldi_config import ALDIOptions
 from coldbrew.models.blend_config import BlendOptions
+from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.gar_config import GAROptions
 from coldbrew.models.knn_config import KNNOptions
@@ -124,6 +125,13 @@ MODELS: dict[str, ModelSpec] = {
         "content KNN: cold items average their content neighbours' backbone vectors",
         teacher=True,
         trains=False,
+    ),
+    "bpr": ModelSpec(
+        "bpr",
+        BPROptions,
+        "coldbrew.models.bpr:build",
+        "recommendation",
+        "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
     ),
 }
 
