@@ -108,6 +108,8 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "GAR (Chen et al. 2022): content generator vs recommender over a warm backbone",
         teacher=True,
+        # large steps: the content encoder runs on every distinct item of a step (not searched)
+        run_defaults={"batch_size": 8192, "lr": 0.005},
     ),
     "aldi": ModelSpec(
         "aldi",
@@ -116,6 +118,8 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "ALDI (Huang et al. 2023): content student distilled from a warm backbone",
         teacher=True,
+        # large steps: the content encoder runs on every distinct item of a step (not searched)
+        run_defaults={"batch_size": 8192, "lr": 0.005},
     ),
     "knn": ModelSpec(
         "knn",

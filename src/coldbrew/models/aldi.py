@@ -27,7 +27,8 @@ every negative of the batch in the identification term; here with its own ``K`` 
 (the same quantity on a smaller sample, ``O(B K D)`` not ``O(B² D)``). It caps
 ``tanh(a n_i)`` at ``tanh(M)``, which is ``tanh(min(a n_i, M))``. ColdRec (YuanchenBei/ColdRec)
 leaves out the item weights; this keeps them, as the paper does. The item encoder is the
-shared ``ContentEncoder`` (``Linear → LeakyReLU → Linear``) rather than the authors' tanh MLP.
+shared ``ContentEncoder`` (``Linear → LeakyReLU → Linear``) rather than the authors' tanh MLP;
+it runs once per step on the distinct items of the batch (``distinct_items``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import ContentEncoder
+from coldbrew.models.content import ContentEncoder, distinct_items, host_syncs_are_free
 from coldbrew.models.warm_teacher import TanhTower, register_teacher
 
 
@@ -121,7 +122,9 @@ class ALDI(Recommender):
         teacher_users = self.teacher_users[users]  # (B, D)
         teacher_items = self.teacher_items[items]  # (B, 1 + K, D)
         student_users = self.user_student(teacher_users)  # (B, D)
-        student_items = self.item_student(items.reshape(-1)).view(teacher_items.shape)
+        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
+        distinct, inverse = distinct_items(items, self.teacher_items.shape[0], trim=cpu_path)
+        student_items = self.item_student(distinct)[inverse]  # (B, 1 + K, D): encoded once each
         teacher_scores = (teacher_items * teacher_users[:, None]).sum(-1)  # (B, 1 + K)
         student_scores = (student_items * student_users[:, None]).sum(-1)
         weights = self.item_weights[items[:, 0]]  # (B,)

@@ -30,6 +30,9 @@ scores raw backbone vectors with a BPR loss against the generated vector; this f
 paper's recommender instead. The generator is the shared ``ContentEncoder`` (every feature
 block row-normalised, ``Linear → LeakyReLU → Linear``) rather than the authors' tanh MLP, so
 GAR reads the same content as every other model here.
+
+Speed: the generator and the item tower run once per step on the distinct items of the batch
+(``distinct_items``), at most the warm catalogue, however many negatives are drawn.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import ContentEncoder
+from coldbrew.models.content import ContentEncoder, distinct_items, host_syncs_are_free
 from coldbrew.models.warm_teacher import TanhTower, register_teacher
 
 
@@ -84,9 +87,11 @@ class GAR(Recommender):
         tower_dim: int = 200,
         rank_weight: float = 0.9,
         similarity_weight: float = 0.1,
+        reg_weight: float = 0.0,
     ):
         super().__init__()
         self.rank_weight, self.similarity_weight = rank_weight, similarity_weight
+        self.reg_weight = reg_weight
         register_teacher(self, teacher, num_users, num_items, dim)
         self.generator = ContentEncoder(features, num_items, dim, hidden)
         self.user_tower = TanhTower(dim, tower_dim, tower_dim)
@@ -97,27 +102,40 @@ class GAR(Recommender):
 
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
+        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
+        distinct, inverse = distinct_items(items, self.teacher_items.shape[0], trim=cpu_path)
         user_rows = self.user_tower(self.teacher_users[users])  # (B, T)
-        real = self.teacher_items[items]  # (B, 1 + K, D)
-        real_scores = (self.item_tower(real) * user_rows[:, None]).sum(-1)  # (B, 1 + K)
-        generated = self.generator(items[:, 0])  # (B, D): the positives from their content
-        # the recommender's turn: the generated vector is a fixed input
-        fake_scores = (self.item_tower(generated.detach()) * user_rows).sum(-1)  # (B,)
+        real = self.teacher_items[distinct]  # (n, D): each distinct item once
+        item_rows = self.item_tower(real)[inverse]  # (B, 1 + K, T)
+        real_scores = (item_rows * user_rows[:, None]).sum(-1)  # (B, 1 + K)
+        generated = self.generator(distinct)  # (n, D): the same items from their content
+        positive = inverse[:, 0]  # (B,) rows of the positives among the distinct items
+        # the recommender's turn: the generated vectors are fixed inputs
+        fake_scores = (self.item_tower(generated.detach())[positive] * user_rows).sum(-1)  # (B,)
         recommender = recommender_loss(
             real_scores[:, 0], real_scores[:, 1:], fake_scores, self.rank_weight
         )
         # the generator's turn: the recommender is a fixed critic
-        critic_scores = (self.item_tower(generated, frozen=True) * user_rows.detach()).sum(-1)
+        critic = self.item_tower(generated, frozen=True)[positive]  # (B, T)
         adversarial, similarity = generator_loss(
-            critic_scores, real_scores[:, 0].detach(), generated, real[:, 0], self.similarity_weight
+            (critic * user_rows.detach()).sum(-1),
+            real_scores[:, 0].detach(),
+            generated[positive],
+            real[positive],
+            self.similarity_weight,
         )
         generator = (1 - self.similarity_weight) * adversarial + self.similarity_weight * similarity
+        # the towers' outputs kept small: a recommender free to grow its scores outruns the
+        # generator (the authors' code puts an L2 penalty on every tower weight instead)
+        regularizer = (user_rows.square().sum(-1).mean() + item_rows.square().sum(-1).mean()) / 2
         terms = {
             "recommender": recommender,
             "adversarial": adversarial,
             "similarity": similarity,
+            "reg": regularizer,
         }
-        return LossOutput(total=recommender + generator, terms=terms)
+        total = recommender + generator + self.reg_weight * regularizer
+        return LossOutput(total=total, terms=terms)
 
     def user_embeddings(self) -> torch.Tensor:
         return self.user_tower(self.teacher_users)
@@ -156,4 +174,5 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> GAR:
         tower_dim=options.tower_dim,
         rank_weight=options.rank_weight,
         similarity_weight=options.similarity_weight,
+        reg_weight=options.reg_weight,
     )

@@ -29,6 +29,9 @@ class GAROptions(TeacherOptions):
         minimum=0,
         maximum=1,
     )
+    reg_weight: float = option(
+        0.01, "L2 penalty on the towers' user and item outputs (keeps scores bounded)", minimum=0
+    )
     num_neg: int = option(8, "negatives per positive", minimum=1)
 
     def negative_sampling(self) -> tuple[int, bool]:
