@@ -57,7 +57,7 @@ class ContentKNN(Recommender):
         teacher: Teacher | None,
         *,
         dim: int = 64,
-        neighbors: int = 20,
+        neighbors: int = 100,
         temperature: float = 0.05,
     ):
         super().__init__()
