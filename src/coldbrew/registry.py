@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.aldi_config import ALDIOptions
 from coldbrew.models.blend_config import BlendOptions
 from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.deepmusic_config import DeepMusicOptions
 from coldbrew.models.dropoutnet_config import DropoutNetOptions
 from coldbrew.models.heater_config import HeaterOptions
+from coldbrew.models.gar_config import GAROptions
+from coldbrew.models.knn_config import KNNOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
 
@@ -132,6 +135,34 @@ MODELS: dict[str, ModelSpec] = {
         # a short sweep on val (seed 1, als backbone): cold Recall@20 peaked within ~250k samples
         run_defaults={"batch_size": 4096, "lr": 0.005, "epochs": 2},
         teacher=True,
+    "gar": ModelSpec(
+        "gar",
+        GAROptions,
+        "coldbrew.models.gar:build",
+        "recommendation",
+        "GAR (Chen et al. 2022): content generator vs recommender over a warm backbone",
+        teacher=True,
+        # large steps: the content encoder runs on every distinct item of a step (not searched)
+        run_defaults={"batch_size": 8192, "lr": 0.005},
+    ),
+    "aldi": ModelSpec(
+        "aldi",
+        ALDIOptions,
+        "coldbrew.models.aldi:build",
+        "recommendation",
+        "ALDI (Huang et al. 2023): content student distilled from a warm backbone",
+        teacher=True,
+        # large steps: the content encoder runs on every distinct item of a step (not searched)
+        run_defaults={"batch_size": 8192, "lr": 0.005},
+    ),
+    "knn": ModelSpec(
+        "knn",
+        KNNOptions,
+        "coldbrew.models.content_knn:build",
+        "recommendation",
+        "content KNN: cold items average their content neighbours' backbone vectors",
+        teacher=True,
+        trains=False,
     ),
     "bpr": ModelSpec(
         "bpr",

@@ -1,0 +1,129 @@
+"""Content KNN: a cold item's vector is a similarity-weighted average of the collaborative
+backbone's vectors of its ``k`` most content-similar warm items; users are the backbone's.
+
+Content is every dense feature block row-normalised (``dense_blocks``), concatenated and
+normalised again, so cosine similarity weighs each block equally. Cold item ``c`` with nearest
+warm items ``n_1 .. n_k`` (cosines ``s_1 .. s_k``) gets ``Σ_j softmax(s / τ)_j · e_{n_j}``.
+There is nothing to train (``ModelSpec.trains`` is False): the run evaluates the model once.
+The classic item-based baseline of the cold-start literature (e.g. the KNN of
+YuanchenBei/ColdRec); this one averages backbone vectors rather than scores, so it ranks with
+one inner product like every other model.
+
+The backbone's vectors are persistent buffers (a checkpoint restores them); the content is data
+and the cold vectors are computed from it whenever ``item_embeddings`` is called, in chunks of
+``CHUNK`` cold items (a ``(CHUNK, warm)`` similarity block at a time).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import Recommender, Teacher
+from coldbrew.models.content import dense_blocks, normalized_raw_blocks
+from coldbrew.models.warm_teacher import register_teacher
+
+CHUNK = 1024
+
+
+def neighbor_vectors(
+    queries: torch.Tensor,
+    candidates: torch.Tensor,
+    candidate_vectors: torch.Tensor,
+    neighbors: int,
+    temperature: float,
+) -> torch.Tensor:
+    """``(Q, D)``: each unit-norm query row ``(Q, F)``'s softmax(cosine / τ)-weighted average
+    of the vectors ``(W, D)`` of its ``neighbors`` most similar candidates ``(W, F)``."""
+    count = min(neighbors, candidates.shape[0])
+    rows = []
+    for start in range(0, queries.shape[0], CHUNK):
+        similarity = queries[start : start + CHUNK] @ candidates.T  # (chunk, W)
+        top, index = similarity.topk(count, dim=1)  # (chunk, k)
+        weights = torch.softmax(top / temperature, dim=1)
+        rows.append((weights[..., None] * candidate_vectors[index]).sum(1))  # (chunk, D)
+    return torch.cat(rows) if rows else candidate_vectors.new_zeros(0, candidate_vectors.shape[1])
+
+
+class ContentKNN(Recommender):
+    def __init__(
+        self,
+        num_users: int,
+        num_items: int,
+        features: dict[str, torch.Tensor | WordIds],
+        cold_items: torch.Tensor,
+        teacher: Teacher | None,
+        *,
+        dim: int = 64,
+        neighbors: int = 100,
+        temperature: float = 0.05,
+    ):
+        super().__init__()
+        blocks = dense_blocks(features)
+        if not blocks:
+            raise ColdbrewError(
+                "content KNN compares dense item feature blocks; none were loaded "
+                "(--features names them; word-id text needs a trained model)"
+            )
+        self.block_widths = [block.shape[1] for block in blocks.values()]
+        self.neighbors, self.temperature = neighbors, temperature
+        register_teacher(self, teacher, num_users, num_items, dim)
+        content = F.normalize(torch.cat(list(blocks.values()), dim=1), dim=1)  # (items, F)
+        self.register_buffer("content", content, persistent=False)
+        cold_mask = torch.zeros(num_items, dtype=torch.bool)
+        cold_mask[cold_items.long()] = True
+        self.register_buffer("cold_mask", cold_mask, persistent=False)
+
+    def forward(self, batch):
+        raise ColdbrewError("content KNN has nothing to train (ModelSpec.trains is False)")
+
+    def user_embeddings(self) -> torch.Tensor:
+        return self.teacher_users
+
+    @torch.no_grad()
+    def item_embeddings(self) -> torch.Tensor:
+        """Warm items: the backbone's vectors; cold items: their warm neighbours' average."""
+        vectors = self.teacher_items.clone()
+        vectors[self.cold_mask] = self.borrow(self.content[self.cold_mask])
+        return vectors
+
+    def borrow(self, content: torch.Tensor) -> torch.Tensor:
+        """``(n, D)`` vectors of items with unit-norm ``content`` ``(n, F)``."""
+        warm = ~self.cold_mask
+        return neighbor_vectors(
+            content,
+            self.content[warm],
+            self.teacher_items[warm],
+            self.neighbors,
+            self.temperature,
+        )
+
+    @torch.no_grad()
+    def encode_items(
+        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """New items from their raw feature vector (the dataset's dense blocks, concatenated)."""
+        if features is None or texts is not None:
+            raise ColdbrewError(
+                "content KNN places a new item by its feature vector (--item-features), not text"
+            )
+        blocks = normalized_raw_blocks(features.to(self.content.device), self.block_widths)
+        return self.borrow(F.normalize(blocks, dim=1))
+
+
+def build(dataset: Dataset, config, teacher: Teacher | None) -> ContentKNN:
+    """The registry's builder: content KNN with ``config.model_options`` (``KNNOptions``) over
+    the collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
+    options = config.model_options
+    return ContentKNN(
+        dataset.num_users,
+        dataset.num_items,
+        dataset.features,
+        torch.from_numpy(dataset.cold_items),
+        teacher,
+        dim=options.backbone_dim,
+        neighbors=options.neighbors,
+        temperature=options.temperature,
+    )

@@ -1,0 +1,178 @@
+"""GAR (Chen et al., SIGIR 2022, "Generative Adversarial Framework for Cold-Start Item
+Recommendation").
+
+A *generator* ``G`` maps an item's content to the collaborative backbone's item space; a
+*recommender* (the discriminator) scores ``R(u, e) = f_U(e_u) · f_I(e)`` through a user tower and
+an item tower over backbone vectors. The two play against each other on a warm positive ``i``
+of user ``u`` with negatives ``j``:
+
+* recommender: ``softplus(-(R(u, e_i) - α R(u, e_j) - (1 - α) R(u, G(x_i))))``, mean over the
+  ``K`` negatives: rank the real positive over the negatives (the ranking term, weight ``α``)
+  and over its generated vector (the adversarial term, ``1 - α``);
+* generator: ``(1 - λ) softplus(-(R(u, G(x_i)) - R(u, e_i))) + λ ‖G(x_i) - e_i‖₁``: make the
+  recommender rank the generated vector over the real one, and stay near it.
+
+At inference the recommender scores every item: warm items by ``f_I(e_i)``, cold items by
+``f_I(G(x_i))``, users by ``f_U(e_u)``; the backbone's vectors stay fixed.
+
+One step, two players: the trainer takes one optimizer step on one loss, so the sum of the two
+losses is minimised with each player's gradient cut from the other's term: the recommender's
+term sees ``G(x_i)`` detached, the generator's runs the towers with detached weights
+(``TanhTower(frozen=True)``): both players move at once, at one learning rate (the authors
+alternate a recommender step and a generator step).
+
+Differences from public code, and why: the authors' code (zfnWong/GAR, ``gar_mlp.py``) puts
+batch normalisation and dropout in its towers and uses separate learning rates for the two
+players; here the towers are plain ``Linear → tanh → Linear`` and share the run's ``--lr`` (one
+optimizer, no batch statistics: deterministic, and a rebuilt run scores identically). The
+``λ`` L1 term is the authors' ``sim_coe``. ColdRec (YuanchenBei/ColdRec) drops the towers and
+scores raw backbone vectors with a BPR loss against the generated vector; this follows the
+paper's recommender instead. The generator is the shared ``ContentEncoder`` (every feature
+block row-normalised, ``Linear → LeakyReLU → Linear``) rather than the authors' tanh MLP, so
+GAR reads the same content as every other model here.
+
+Speed: the generator and the item tower run once per step on the distinct items of the batch
+(``distinct_items``), at most the warm catalogue, however many negatives are drawn.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
+from coldbrew.models.content import ContentEncoder, distinct_items, host_syncs_are_free
+from coldbrew.models.warm_teacher import TanhTower, register_teacher
+
+
+def recommender_loss(
+    positive: torch.Tensor, negatives: torch.Tensor, generated: torch.Tensor, rank_weight: float
+) -> torch.Tensor:
+    """Mean ``softplus(-(p - α n_k - (1 - α) g))`` over rows and negatives; ``positive`` and
+    ``generated`` ``(B,)``, ``negatives`` ``(B, K)`` recommender scores."""
+    margin = (
+        positive[:, None] - rank_weight * negatives - (1 - rank_weight) * generated[:, None]
+    )  # (B, K)
+    return F.softplus(-margin).mean()
+
+
+def generator_loss(
+    generated_scores: torch.Tensor,
+    positive_scores: torch.Tensor,
+    generated: torch.Tensor,
+    real: torch.Tensor,
+    similarity_weight: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(adversarial, similarity)``: mean ``softplus(-(g - p))`` over rows, and the mean L1
+    distance ``‖generated - real‖₁`` of ``(B, D)`` vectors; the loss is
+    ``(1 - λ) adversarial + λ similarity``."""
+    adversarial = F.softplus(-(generated_scores - positive_scores)).mean()
+    similarity = (generated - real).abs().sum(dim=1).mean()
+    return adversarial, similarity
+
+
+class GAR(Recommender):
+    def __init__(
+        self,
+        num_users: int,
+        num_items: int,
+        features: dict[str, torch.Tensor | WordIds],
+        cold_items: torch.Tensor,
+        teacher: Teacher | None,
+        *,
+        dim: int = 64,
+        hidden: int = 256,
+        tower_dim: int = 200,
+        rank_weight: float = 0.9,
+        similarity_weight: float = 0.1,
+        reg_weight: float = 0.0,
+    ):
+        super().__init__()
+        self.rank_weight, self.similarity_weight = rank_weight, similarity_weight
+        self.reg_weight = reg_weight
+        register_teacher(self, teacher, num_users, num_items, dim)
+        self.generator = ContentEncoder(features, num_items, dim, hidden)
+        self.user_tower = TanhTower(dim, tower_dim, tower_dim)
+        self.item_tower = TanhTower(dim, tower_dim, tower_dim)
+        cold_mask = torch.zeros(num_items, dtype=torch.bool)
+        cold_mask[cold_items.long()] = True
+        self.register_buffer("cold_mask", cold_mask, persistent=False)
+
+    def forward(self, batch: Batch) -> LossOutput:
+        users, items = batch.users, batch.items  # (B,), (B, 1 + K)
+        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
+        distinct, inverse = distinct_items(items, self.teacher_items.shape[0], trim=cpu_path)
+        user_rows = self.user_tower(self.teacher_users[users])  # (B, T)
+        real = self.teacher_items[distinct]  # (n, D): each distinct item once
+        item_rows = self.item_tower(real)[inverse]  # (B, 1 + K, T)
+        real_scores = (item_rows * user_rows[:, None]).sum(-1)  # (B, 1 + K)
+        generated = self.generator(distinct)  # (n, D): the same items from their content
+        positive = inverse[:, 0]  # (B,) rows of the positives among the distinct items
+        # the recommender's turn: the generated vectors are fixed inputs
+        fake_scores = (self.item_tower(generated.detach())[positive] * user_rows).sum(-1)  # (B,)
+        recommender = recommender_loss(
+            real_scores[:, 0], real_scores[:, 1:], fake_scores, self.rank_weight
+        )
+        # the generator's turn: the recommender is a fixed critic
+        critic = self.item_tower(generated, frozen=True)[positive]  # (B, T)
+        adversarial, similarity = generator_loss(
+            (critic * user_rows.detach()).sum(-1),
+            real_scores[:, 0].detach(),
+            generated[positive],
+            real[positive],
+            self.similarity_weight,
+        )
+        generator = (1 - self.similarity_weight) * adversarial + self.similarity_weight * similarity
+        # the towers' outputs kept small: a recommender free to grow its scores outruns the
+        # generator (the authors' code puts an L2 penalty on every tower weight instead)
+        regularizer = (user_rows.square().sum(-1).mean() + item_rows.square().sum(-1).mean()) / 2
+        terms = {
+            "recommender": recommender,
+            "adversarial": adversarial,
+            "similarity": similarity,
+            "reg": regularizer,
+        }
+        total = recommender + generator + self.reg_weight * regularizer
+        return LossOutput(total=total, terms=terms)
+
+    def user_embeddings(self) -> torch.Tensor:
+        return self.user_tower(self.teacher_users)
+
+    def item_embeddings(self) -> torch.Tensor:
+        """Warm items through the item tower from their backbone vector, cold items from the
+        generator's."""
+        vectors = torch.where(self.cold_mask[:, None], self.generator(), self.teacher_items)
+        return self.item_tower(vectors)
+
+    @torch.no_grad()
+    def encode_items(
+        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """New items from their raw feature vector (the dataset's blocks, concatenated)."""
+        if features is None or texts is not None:
+            raise ColdbrewError(
+                "GAR encodes a new item from its feature vector (--item-features), not from text"
+            )
+        device = self.teacher_items.device
+        return self.item_tower(self.generator.encode_raw(features.to(device)))
+
+
+def build(dataset: Dataset, config, teacher: Teacher | None) -> GAR:
+    """The registry's builder: GAR with ``config.model_options`` (a ``GAROptions``) over the
+    collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
+    options = config.model_options
+    return GAR(
+        dataset.num_users,
+        dataset.num_items,
+        dataset.features,
+        torch.from_numpy(dataset.cold_items),
+        teacher,
+        dim=options.backbone_dim,
+        hidden=options.hidden,
+        tower_dim=options.tower_dim,
+        rank_weight=options.rank_weight,
+        similarity_weight=options.similarity_weight,
+        reg_weight=options.reg_weight,
+    )
