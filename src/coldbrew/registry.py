@@ -135,6 +135,7 @@ MODELS: dict[str, ModelSpec] = {
         # a short sweep on val (seed 1, als backbone): cold Recall@20 peaked within ~250k samples
         run_defaults={"batch_size": 4096, "lr": 0.005, "epochs": 2},
         teacher=True,
+    ),
     "gar": ModelSpec(
         "gar",
         GAROptions,
