@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Recommender, Teacher
 from coldbrew.models.content import distinct_items, host_syncs_are_free
+from coldbrew.models.warm_teacher import register_teacher
 
 
 class TeacherStudent(Recommender):
@@ -33,18 +33,8 @@ class TeacherStudent(Recommender):
         dim: int,
     ):
         super().__init__()
-        if teacher is None:
-            teacher = Teacher(torch.zeros(num_users, dim), torch.zeros(num_items, dim))
-        expected = ((num_users, dim), (num_items, dim))
-        shapes = (tuple(teacher.users.shape), tuple(teacher.items.shape))
-        if shapes != expected:
-            raise ColdbrewError(
-                f"backbone embeddings of shapes {shapes}; expected {expected} "
-                "(users and items of the dataset, --backbone-dim wide)"
-            )
         self.num_users, self.num_items = num_users, num_items
-        self.register_buffer("teacher_users", teacher.users.float().clone())
-        self.register_buffer("teacher_items", teacher.items.float().clone())
+        register_teacher(self, teacher, num_users, num_items, dim)
         cold_mask = torch.zeros(num_items, dtype=torch.bool)
         cold_mask[cold_items.long()] = True
         self.register_buffer("cold_mask", cold_mask, persistent=False)
