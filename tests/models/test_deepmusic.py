@@ -43,5 +43,7 @@ def test_a_rebuilt_model_takes_the_backbone_from_its_checkpoint():
 
 def test_a_backbone_of_another_width_is_a_clear_error():
     wide = Teacher(torch.zeros(2, 3), torch.zeros(3, 3))
-    with pytest.raises(ColdbrewError, match="expected \\(\\(2, 2\\), \\(3, 2\\)\\)"):
+    with pytest.raises(
+        ColdbrewError, match=r"users are \(2, 3\); expected \(2, 2\) \(option backbone_dim=2\)"
+    ):
         DeepMusic(2, 3, FEATURES, COLD, wide, dim=2)
