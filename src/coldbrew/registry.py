@@ -18,8 +18,8 @@ from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
 from coldbrew.models.deepmusic_config import DeepMusicOptions
 from coldbrew.models.dropoutnet_config import DropoutNetOptions
-from coldbrew.models.heater_config import HeaterOptions
 from coldbrew.models.gar_config import GAROptions
+from coldbrew.models.heater_config import HeaterOptions
 from coldbrew.models.knn_config import KNNOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions

@@ -59,6 +59,8 @@ def collaborative_teacher():
     patch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
     yield
     patch.undo()
+
+
 # models with something to train (content KNN has none: its own tests cover its vectors)
 TRAINED = [name for name in CONTRACT_MODELS if MODELS[name].trains]
 
