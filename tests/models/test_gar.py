@@ -70,5 +70,25 @@ def test_warm_items_keep_their_backbone_vector_and_cold_ones_come_from_content()
         items = model.item_embeddings()
         warm = torch.from_numpy(dataset.warm_items)
         cold = torch.from_numpy(dataset.cold_items)
-        torch.testing.assert_close(items[warm], model.item_tower(model.teacher_items[warm]))
+        standardized = model.standardized_backbone()[1]
+        torch.testing.assert_close(items[warm], model.item_tower(standardized[warm]))
         torch.testing.assert_close(items[cold], model.item_tower(model.generator(cold)))
+
+
+def test_tower_inputs_are_the_backbone_standardized_on_warm_items():
+    model, dataset = small_gar(hidden=16, tower_dim=8)
+    warm = torch.from_numpy(dataset.warm_items)
+    cold = torch.from_numpy(dataset.cold_items)
+    with torch.no_grad():
+        model.teacher_items.mul_(0.01)  # ALS-like: item vectors ~100 times smaller than users'
+        model.teacher_items[cold] = 1e3  # cold rows hold no trained vector: they must not count
+        users, items = model.standardized_backbone()
+    # every dimension of the warm items (and of the users) has mean 0 and std 1
+    torch.testing.assert_close(items[warm].mean(0), torch.zeros(8), atol=1e-5, rtol=0)
+    torch.testing.assert_close(items[warm].std(0, correction=0), torch.ones(8))
+    torch.testing.assert_close(users.mean(0), torch.zeros(8), atol=1e-5, rtol=0)
+    torch.testing.assert_close(users.std(0, correction=0), torch.ones(8), atol=1e-4, rtol=0)
+    # an affine map of each dimension: warm item 0 is (x - mean) / std of its column
+    column = model.teacher_items[warm, 0]
+    expected = (column[0] - column.mean()) / column.std(correction=0)
+    torch.testing.assert_close(items[warm[0], 0], expected)

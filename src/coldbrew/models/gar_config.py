@@ -23,7 +23,7 @@ class GAROptions(TeacherOptions):
         maximum=1,
     )
     similarity_weight: float = option(
-        0.1,
+        0.5,
         "λ: the generator's L1 distance to the backbone vector (λ) against its adversarial "
         "term (1 - λ)",
         minimum=0,
