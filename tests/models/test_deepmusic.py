@@ -47,3 +47,9 @@ def test_a_backbone_of_another_width_is_a_clear_error():
         ColdbrewError, match=r"users are \(2, 3\); expected \(2, 2\) \(option backbone_dim=2\)"
     ):
         DeepMusic(2, 3, FEATURES, COLD, wide, dim=2)
+
+
+def test_a_new_item_is_refused_in_one_line_naming_the_models_that_can():
+    model = DeepMusic(2, 3, FEATURES, COLD, None, dim=2)
+    with pytest.raises(ColdbrewError, match="DeepMusic cannot score a new item.*clcrec, knn"):
+        model.encode_items(features=torch.zeros(1, 2))

@@ -162,7 +162,7 @@ class ALDI(Recommender):
         """New items ``[0, g(x)]`` from their raw feature vector (the dataset's blocks)."""
         if features is None or texts is not None:
             raise ColdbrewError(
-                "ALDI encodes a new item from its feature vector (--item-features), not from text"
+                "ALDI encodes a new item from its feature vector (--item-vector), not from text"
             )
         student = self.item_student.encode_raw(features.to(self.teacher_items.device))
         return torch.cat([torch.zeros_like(student), student], dim=1)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from coldbrew.errors import ColdbrewError
+
 
 @dataclass
 class Batch:
@@ -88,4 +90,7 @@ class Recommender(nn.Module):
     ) -> torch.Tensor:
         """Vectors ``(n, dim)`` of new items (not in the catalogue) from their content, in the
         space of ``user_embeddings``: what ``coldbrew recommend --item-text`` ranks users by."""
-        raise NotImplementedError(f"{type(self).__name__} cannot encode new items")
+        raise ColdbrewError(
+            f"{type(self).__name__} cannot score a new item from its content yet; models that "
+            "can: clcrec, knn, aldi, gar (--item-vector) and lm (--item-text)"
+        )

@@ -107,7 +107,7 @@ class ContentKNN(Recommender):
         """New items from their raw feature vector (the dataset's dense blocks, concatenated)."""
         if features is None or texts is not None:
             raise ColdbrewError(
-                "content KNN places a new item by its feature vector (--item-features), not text"
+                "content KNN places a new item by its feature vector (--item-vector), not text"
             )
         blocks = normalized_raw_blocks(features.to(self.content.device), self.block_widths)
         return self.borrow(F.normalize(blocks, dim=1))

@@ -183,7 +183,7 @@ class GAR(Recommender):
         """New items from their raw feature vector (the dataset's blocks, concatenated)."""
         if features is None or texts is not None:
             raise ColdbrewError(
-                "GAR encodes a new item from its feature vector (--item-features), not from text"
+                "GAR encodes a new item from its feature vector (--item-vector), not from text"
             )
         device = self.teacher_items.device
         return self.item_tower(self.generator.encode_raw(features.to(device)))
