@@ -151,3 +151,27 @@ def test_the_lm_cache_mode_gpu_step_has_no_host_sync(tmp_path, monkeypatch):
     with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
         trainer.train_step(torch.arange(8, 16) % count)
     assert spy.found == []
+
+
+ZOO_TRAINED = ("deepmusic", "dropoutnet", "heater", "gar", "aldi", "bpr")
+
+
+@pytest.mark.parametrize("model", ZOO_TRAINED)
+def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
+    # the collaborative backbone replaced by the tests' deterministic SVD teacher
+    from teacher_support import PROVIDER
+
+    monkeypatch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
+    dataset = load_dataset("synthetic:small", seed=1)
+    settings = {"data": "synthetic:small", "batch_size": 256, "quiet": True, "device": "cpu"}
+    config = make_config({**settings, "model": model})
+    if model != "bpr":
+        config.model_options.backbone_dim = 8
+    trainer = build_trainer(config, dataset, fixed_shapes=True)
+    trainer.task.num_samples()  # builds the sampler
+    assert trainer.model.fixed_shapes and trainer.task.sampler.method == "rank"
+    trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)
+    trainer.train_step(torch.arange(256))  # the first step creates Adam's state
+    with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
+        trainer.train_step(torch.arange(256, 512))
+    assert spy.found == []
