@@ -37,9 +37,13 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import ContentEncoder, distinct_items, host_syncs_are_free
+from coldbrew.models.content import (
+    ContentEncoder,
+    distinct_items,
+    host_syncs_are_free,
+    new_item_features,
+)
 from coldbrew.models.warm_teacher import TanhTower, register_teacher
 
 
@@ -160,10 +164,7 @@ class ALDI(Recommender):
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
         """New items ``[0, g(x)]`` from their raw feature vector (the dataset's blocks)."""
-        if features is None or texts is not None:
-            raise ColdbrewError(
-                "ALDI encodes a new item from its feature vector (--item-vector), not from text"
-            )
+        features = new_item_features("ALDI", texts, features)
         student = self.item_student.encode_raw(features.to(self.teacher_items.device))
         return torch.cat([torch.zeros_like(student), student], dim=1)
 

@@ -46,6 +46,7 @@ from coldbrew.models.content import (
     distinct_items,
     host_syncs_are_free,
     info_nce,
+    new_item_features,
 )
 from coldbrew.models.gather_dot import DENSE_RATIO, gather_dot
 from coldbrew.models.neighbors import NeighborGraph
@@ -205,10 +206,7 @@ class CLCRec(Recommender):
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
         """New items from their raw feature vector (the dataset's blocks, concatenated)."""
-        if features is None or texts is not None:
-            raise ColdbrewError(
-                "CLCRec encodes a new item from its feature vector (--item-vector), not from text"
-            )
+        features = new_item_features("CLCRec", texts, features)
         return self.encoder.encode_raw(features.to(self.item_embedding.device))
 
     def item_embeddings(self) -> torch.Tensor:

@@ -32,6 +32,18 @@ def dense_blocks(
     }
 
 
+def new_item_features(
+    model: str, texts: list[str] | None, features: torch.Tensor | None
+) -> torch.Tensor:
+    """The raw feature vector of new items for a model that reads no text (``encode_items``);
+    text, or no vector, is refused in one line."""
+    if features is None or texts is not None:
+        raise ColdbrewError(
+            f"{model} encodes a new item from its feature vector (--item-vector), not from text"
+        )
+    return features
+
+
 def normalized_raw_blocks(features: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """New items' raw dense blocks ``(n, sum(widths))``, joined in the dataset's order, each
     row-normalised as ``dense_blocks`` normalises the dataset's; a clear error for another

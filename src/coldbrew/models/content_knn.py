@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Recommender, Teacher
-from coldbrew.models.content import dense_blocks, normalized_raw_blocks
+from coldbrew.models.content import dense_blocks, new_item_features, normalized_raw_blocks
 from coldbrew.models.warm_teacher import register_teacher
 
 CHUNK = 1024
@@ -105,10 +105,7 @@ class ContentKNN(Recommender):
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
         """New items from their raw feature vector (the dataset's dense blocks, concatenated)."""
-        if features is None or texts is not None:
-            raise ColdbrewError(
-                "content KNN places a new item by its feature vector (--item-vector), not text"
-            )
+        features = new_item_features("content KNN", texts, features)
         blocks = normalized_raw_blocks(features.to(self.content.device), self.block_widths)
         return self.borrow(F.normalize(blocks, dim=1))
 

@@ -54,9 +54,13 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import ContentEncoder, distinct_items, host_syncs_are_free
+from coldbrew.models.content import (
+    ContentEncoder,
+    distinct_items,
+    host_syncs_are_free,
+    new_item_features,
+)
 from coldbrew.models.warm_teacher import TanhTower, register_teacher
 
 
@@ -181,10 +185,7 @@ class GAR(Recommender):
         self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
     ) -> torch.Tensor:
         """New items from their raw feature vector (the dataset's blocks, concatenated)."""
-        if features is None or texts is not None:
-            raise ColdbrewError(
-                "GAR encodes a new item from its feature vector (--item-vector), not from text"
-            )
+        features = new_item_features("GAR", texts, features)
         device = self.teacher_items.device
         return self.item_tower(self.generator.encode_raw(features.to(device)))
 
