@@ -44,7 +44,7 @@ from coldbrew.models.content import (
     host_syncs_are_free,
     new_item_features,
 )
-from coldbrew.models.warm_teacher import TanhTower, register_teacher
+from coldbrew.models.warm_teacher import TanhTower, catalogue, register_teacher
 
 
 def item_weights(interactions: torch.Tensor, slope: float, cap: float) -> torch.Tensor:
@@ -175,10 +175,7 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> ALDI:
     options = config.model_options
     interactions = torch.from_numpy(dataset.train.getnnz(axis=0).astype("int64"))
     return ALDI(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
+        *catalogue(dataset),
         interactions,
         teacher,
         dim=options.backbone_dim,

@@ -23,7 +23,7 @@ from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Recommender, Teacher
 from coldbrew.models.content import dense_blocks, new_item_features, normalized_raw_blocks
-from coldbrew.models.warm_teacher import register_teacher
+from coldbrew.models.warm_teacher import catalogue, register_teacher
 
 CHUNK = 1024
 
@@ -115,10 +115,7 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> ContentKNN:
     the collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
     options = config.model_options
     return ContentKNN(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
+        *catalogue(dataset),
         teacher,
         dim=options.backbone_dim,
         neighbors=options.neighbors,

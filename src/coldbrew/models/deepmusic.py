@@ -23,6 +23,7 @@ from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
 from coldbrew.models.distilled import TeacherStudent, squared_distance
+from coldbrew.models.warm_teacher import catalogue
 
 
 class DeepMusic(TeacherStudent):
@@ -57,12 +58,8 @@ class DeepMusic(TeacherStudent):
 def build(dataset: Dataset, config, teacher: Teacher | None) -> DeepMusic:
     """The registry's builder: DeepMusic with ``config.model_options`` (``DeepMusicOptions``)."""
     options = config.model_options
-    cold = torch.from_numpy(dataset.cold_items)
     return DeepMusic(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        cold,
+        *catalogue(dataset),
         teacher,
         dim=options.backbone_dim,
         hidden=options.hidden,

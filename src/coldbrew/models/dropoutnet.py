@@ -28,6 +28,7 @@ from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
 from coldbrew.models.distilled import TeacherStudent, pair_scores, score_regression, tower
+from coldbrew.models.warm_teacher import catalogue
 
 
 class DropoutNet(TeacherStudent):
@@ -80,10 +81,7 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> DropoutNet:
     """The registry's builder: DropoutNet with ``config.model_options`` (``DropoutNetOptions``)."""
     options = config.model_options
     return DropoutNet(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
+        *catalogue(dataset),
         teacher,
         teacher_dim=options.backbone_dim,
         dim=options.dim,

@@ -61,7 +61,7 @@ from coldbrew.models.content import (
     host_syncs_are_free,
     new_item_features,
 )
-from coldbrew.models.warm_teacher import TanhTower, register_teacher
+from coldbrew.models.warm_teacher import TanhTower, catalogue, register_teacher
 
 
 def recommender_loss(
@@ -195,10 +195,7 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> GAR:
     collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
     options = config.model_options
     return GAR(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
+        *catalogue(dataset),
         teacher,
         dim=options.backbone_dim,
         hidden=options.hidden,

@@ -38,6 +38,7 @@ from coldbrew.models.distilled import (
     squared_distance,
     tower,
 )
+from coldbrew.models.warm_teacher import catalogue
 
 
 class Heater(TeacherStudent):
@@ -100,10 +101,7 @@ def build(dataset: Dataset, config, teacher: Teacher | None) -> Heater:
     """The registry's builder: Heater with ``config.model_options`` (``HeaterOptions``)."""
     options = config.model_options
     return Heater(
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
+        *catalogue(dataset),
         teacher,
         teacher_dim=options.backbone_dim,
         dim=options.dim,

@@ -16,6 +16,17 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Teacher
 
 
+def catalogue(dataset) -> tuple:
+    """What every teacher model's constructor takes first from its data: ``(num_users,
+    num_items, features, cold_items)``, so each builder passes ``*catalogue(dataset)``."""
+    return (
+        dataset.num_users,
+        dataset.num_items,
+        dataset.features,
+        torch.from_numpy(dataset.cold_items),
+    )
+
+
 def register_teacher(
     module: nn.Module, teacher: Teacher | None, num_users: int, num_items: int, dim: int
 ) -> None:
