@@ -7,8 +7,9 @@
   ``coldbrew.evaluation.protocols``) and its top ``max(ks)`` kept under one total order, score
   then item id (``coldbrew.evaluation.topk``), so lists never depend on chunking or device;
   a group's list is its parts' lists merged (``coldbrew.evaluation.plan``);
-* one lookup per distinct list says which (split, group) pairs hold each listed item as a
-  positive (a bit per pair), giving a ``[pairs, users, K]`` hit tensor; every metric at every K
+* one lookup per part's list says which (split, group) pairs hold each listed item as a
+  positive (a bit per pair); the bits travel with their items through the merges, giving a
+  ``[pairs, users, K]`` hit tensor; every metric at every K
   comes from it at once (``coldbrew.evaluation.metrics``).
 
 The only Python loops are over chunks of users, column blocks and parts. Memory is bounded by
@@ -145,14 +146,34 @@ def block_columns(source, part: Part, rows: int, top: int, chunk_elements) -> in
     return min(width, max(top, budget // rows))  # a block holds at least K columns
 
 
-def part_top_k(scorer, prepared, part: Part, first: int, last: int, top: int, width: int, fill):
+class ScoreBuffer:
+    """One flat score buffer reused by every block of an evaluation (grown when too small)."""
+
+    def __init__(self):
+        self.flat: torch.Tensor | None = None
+
+    def take(self, rows: int, columns: int, like: torch.Tensor) -> torch.Tensor:
+        """A ``(rows, columns)`` view of the buffer, of ``like``'s dtype and device."""
+        size = rows * columns
+        flat = self.flat
+        if flat is None or flat.numel() < size or flat.dtype != like.dtype:
+            flat = self.flat = torch.empty(size, dtype=like.dtype, device=like.device)
+        return flat[:size].view(rows, columns)
+
+
+def part_top_k(
+    scorer, prepared, part: Part, first: int, last: int, top: int, width: int, fill, buffer
+):
     """Top ``top`` (values, item ids) of a part for rows ``[first, last)``, over column blocks
-    of ``width``; the rows' training items are ``fill`` (never ranked when ``-inf``)."""
+    of ``width`` scored into ``buffer`` (a ``ScoreBuffer``); the rows' training items are
+    ``fill`` (never ranked when ``-inf``)."""
     start, stop = int(part.seen_indptr[first]), int(part.seen_indptr[last])
     seen_rows, seen_columns = part.seen_rows[start:stop] - first, part.seen_columns[start:stop]
     best = None
     for start in range(0, part.size, width):
-        scores = scorer.block(prepared, start, min(start + width, part.size))  # (B, width)
+        stop = min(start + width, part.size)
+        out = buffer.take(last - first, stop - start, prepared)
+        scores = scorer.block(prepared, start, stop, out)  # (B, width)
         with one_thread(prepared.device):
             inside = (seen_columns >= start) & (seen_columns < start + scores.shape[1])
             scores[seen_rows[inside], seen_columns[inside] - start] = fill
@@ -189,11 +210,12 @@ def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progr
         leave=False,
         disable=not progress or num_users <= rows_per_chunk,
     )
+    buffer = ScoreBuffer()
     for first in range(0, num_users, rows_per_chunk):
         last = min(first + rows_per_chunk, num_users)
         prepared = source.prepare(plan.users[first:last])
         lists = {
-            name: part_top_k(scorer, prepared, part, first, last, plan.top, width, fill)
+            name: part_top_k(scorer, prepared, part, first, last, plan.top, width, fill, buffer)
             for name, (part, scorer, width) in parts.items()
         }
         for name, ids in plan.fillers.items():  # every item of that part has the mask score
@@ -203,25 +225,32 @@ def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progr
                 ids,
             )
         with one_thread(source.device):
-            totals += plan.metric_sums(_hits(plan, lists, first, last), first, last)
+            # each listed item's positive bits, looked up once per list and carried by merges
+            lists = {
+                name: (values, ids, plan.positives.lookup(ids, first, last))
+                for name, (values, ids) in lists.items()
+            }
+            totals += plan.metric_sums(_hits(plan, lists, last - first), first, last)
         bar.update(last - first)
     bar.close()
     return totals
 
 
-def _hits(plan: Plan, lists: dict, first: int, last: int) -> torch.Tensor:
-    """``(L, B, top)`` hits of every (split, group) pair for rows ``[first, last)``."""
+def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
+    """``(L, B, top)`` hits of every (split, group) pair from the lists ``(values, ids, bits)``
+    of a chunk of ``rows`` users."""
     device = plan.users.device
     empty = (
-        torch.empty(last - first, 0, device=device),
-        torch.empty(last - first, 0, dtype=torch.int64, device=device),
+        torch.empty(rows, 0, device=device),
+        torch.empty(rows, 0, dtype=torch.int64, device=device),
+        torch.empty(rows, 0, dtype=torch.uint8, device=device),
     )
     bits = []
     for entries in plan.recipes:  # merge the lists a group ranks: (B, <= top)
-        values, ids = merge_top_k(
+        values, _, found = merge_top_k(
             [lists[name] for name in entries if name in lists] or [empty], plan.top
         )
-        found = plan.positives.lookup(ids, first, last) * (values != MINUS_INFINITY)  # seen: none
-        bits.append(torch.nn.functional.pad(found, (0, plan.top - ids.shape[1])))  # misses
+        found = found * (values != MINUS_INFINITY)  # a masked (seen) item is never a hit
+        bits.append(torch.nn.functional.pad(found, (0, plan.top - found.shape[1])))  # misses
     pair_bits = torch.arange(len(plan.pairs), device=device)[:, None, None]
     return (torch.stack(bits)[plan.recipe_of_pair] >> pair_bits) & 1  # (L, B, top)
