@@ -1,4 +1,4 @@
-"""LMRecommender on a tiny GPT-2: loss against a plain loop, both modes and losses, cold items
+"""LMRecommender on a tiny GPT-2: loss against a plain loop, every mode and loss, cold items
 from text, the disk cache, trainable-only checkpoints, determinism."""
 
 from __future__ import annotations
@@ -68,16 +68,15 @@ def train_steps(model, steps: int, lr: float = 0.02) -> list[float]:
 def reference_loss(model, users, items) -> torch.Tensor:
     """The loss written plainly: one (user, item) score at a time from the model's parts."""
     config, total = model.config, 0.0
-    text = model.item_text if model.backbone is None else None
+    backbone = model.loaded_backbone()  # dynamic and tune: the whole forward, one item at a time
+    text = model.item_text if backbone is None else None
     for row, user in enumerate(users.tolist()):
         user_vector = model.user_id.weight[user] + model.user_head(model.user_features[user])
         scores = []
         for item in items[row].tolist():
-            if text is None:  # dynamic: the backbone on this one item
-                ids, mask = model.backbone.trim(
-                    model.item_token_ids[item : item + 1], model.item_token_lengths[item : item + 1]
-                )
-                item_text = model.backbone(ids, mask)[0]
+            if text is None:  # dynamic, tune: the whole backbone on this one item
+                ids, lengths = backbone.tokenize([tiny_dataset().item_text[item]])
+                item_text = backbone(*backbone.trim(ids, lengths))[0]
             else:
                 item_text = text[item]
             item_vector = model.item_head(item_text)
@@ -97,10 +96,15 @@ def reference_loss(model, users, items) -> torch.Tensor:
     return total / len(users)
 
 
+# tune mode with every distinct item of a step through the tuned layers: the exact loss
+TUNE_ALL = {"lm_mode": "tune", "lora": "4,8", "tune_items": 100}
+
+
 # ---------------------------------------------------------------------------------- the loss
 @pytest.mark.parametrize("loss", ["bpr", "infonce"])
 @pytest.mark.parametrize(
-    "options", [{}, {"lm_mode": "dynamic", "freeze": True}, {"lm_mode": "dynamic", "lora": "4,8"}]
+    "options",
+    [{}, {"lm_mode": "dynamic", "freeze": True}, {"lm_mode": "dynamic", "lora": "4,8"}, TUNE_ALL],
 )
 @pytest.mark.parametrize("score", ["dot", "cosine"])
 def test_loss_and_gradients_match_a_plain_loop(gpt2, loss, options, score):
@@ -121,8 +125,13 @@ def test_loss_and_gradients_match_a_plain_loop(gpt2, loss, options, score):
 @pytest.mark.parametrize("loss", ["bpr", "infonce"])
 @pytest.mark.parametrize(
     "options",
-    [{}, {"lm_mode": "dynamic", "freeze": True}, {"lm_mode": "dynamic", "lora": "4,8"}],
-    ids=["cache", "dynamic-frozen", "dynamic-lora"],
+    [
+        {},
+        {"lm_mode": "dynamic", "freeze": True},
+        {"lm_mode": "dynamic", "lora": "4,8"},
+        {"lm_mode": "tune", "tune_items": 3},
+    ],
+    ids=["cache", "dynamic-frozen", "dynamic-lora", "tune"],
 )
 def test_loss_falls_over_a_few_adam_steps(gpt2, loss, options):
     losses = train_steps(make(gpt2, loss=loss, **options), 20, lr=0.03)
@@ -162,7 +171,9 @@ def test_a_batch_without_negatives_is_refused(gpt2):
 
 
 # ---------------------------------------------------------------------------------- scoring
-@pytest.mark.parametrize("options", [{}, {"lm_mode": "dynamic", "lora": "4,8"}])
+@pytest.mark.parametrize(
+    "options", [{}, {"lm_mode": "dynamic", "lora": "4,8"}, {"lm_mode": "tune", "tune_items": 3}]
+)
 def test_cold_items_are_scored_from_their_text_alone(gpt2, options):
     model = make(gpt2, score="dot", **options)  # dot: an ID row adds to the vector as it is
     train_steps(model, 3)
@@ -252,14 +263,15 @@ def round_trip(payload: dict) -> dict:
         ({"lm_mode": "dynamic", "freeze": True}, 0),
         ({"lm_mode": "dynamic", "lora": "4,8"}, 4),  # lora_A and lora_B of 2 c_attn layers
         ({"lm_mode": "dynamic"}, None),  # full fine-tuning: every backbone weight
+        ({"lm_mode": "tune", "lora": "4,8", "tune_items": 3}, 2),  # the top c_attn's A and B
     ],
-    ids=["cache", "dynamic-frozen", "dynamic-lora", "dynamic-full"],
+    ids=["cache", "dynamic-frozen", "dynamic-lora", "dynamic-full", "tune"],
 )
 def test_state_holds_trainable_weights_and_restores(gpt2, options, backbone_keys):
     model = make(gpt2, **options)
     train_steps(model, 3)
     state = round_trip(model.state_dict())  # what best.pt holds under "model"
-    keys = [key for key in state if key.startswith("backbone.")]
+    keys = [key for key in state if key.startswith(("backbone.", "tuned.backbone."))]
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
     assert set(state) == trainable | {"_extra_state"}  # no frozen weight, no data buffer
     if backbone_keys is not None:

@@ -10,6 +10,11 @@ in-graph embeddings are one computation) and decides what of it trains:
   train. Every named module must exist (``peft`` alone would accept a list where one matches);
 * otherwise every backbone weight trains (full fine-tuning).
 
+With ``tune_layers`` (tune mode) the model is cut in two (``coldbrew.models.lm.split``): LoRA
+goes into the top ``tune_layers`` layers only, ``lower`` gives the states entering them and
+``upper`` finishes the forward from such states. Dropout stays off in every layer, so the
+vectors the top layers give are the same in a training step and in evaluation.
+
 Its ``state_dict`` holds only what trains: frozen backbone weights are left out (they come back
 when the backbone is rebuilt from its name), and loading fills them in from the rebuilt module,
 so ``load_state_dict(strict=True)`` accepts a checkpoint that lacks them.
@@ -26,6 +31,7 @@ from torch import nn
 from coldbrew.data.text_backbone import LoadedBackbone, pool, resolve_pooling
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.config import LoraSpec
+from coldbrew.models.lm.split import layer_count, lower_states, recipe_for, upper_states
 
 ADAPTABLE_TYPES = ("Linear", "Conv1D", "Embedding", "Conv2d")  # what peft's LoRA can wrap
 
@@ -43,6 +49,7 @@ class TextBackbone(nn.Module):
         freeze: bool = True,
         lora: LoraSpec | None = None,
         grad_checkpointing: bool = False,
+        tune_layers: int | None = None,
     ):
         super().__init__()
         self.model = loaded.model
@@ -51,10 +58,11 @@ class TextBackbone(nn.Module):
         self.pooling = resolve_pooling(pooling, name)
         self.max_length = max_length
         self.width = int(self.model.get_input_embeddings().weight.shape[1])
+        self.split = None if tune_layers is None else _split_index(self.model, tune_layers)
         if freeze or lora is not None:
             self.model.requires_grad_(False)
         if lora is not None:
-            inject_lora(self.model, lora)
+            inject_lora(self.model, lora, first_layer=self.split)
         self.trains = any(parameter.requires_grad for parameter in self.model.parameters())
         if grad_checkpointing:
             if not self.trains:
@@ -68,13 +76,13 @@ class TextBackbone(nn.Module):
                 self.model.gradient_checkpointing_enable(
                     gradient_checkpointing_kwargs={"use_reentrant": False}
                 )
-        self.model.train(self.trains)
+        self.model.train(self.trains and self.split is None)
         self.register_state_dict_post_hook(_drop_frozen)
         self.register_load_state_dict_pre_hook(_fill_frozen)
 
     def train(self, mode: bool = True) -> TextBackbone:
         super().train(mode)
-        if not self.trains:
+        if not self.trains or self.split is not None:
             self.model.eval()  # a frozen backbone computes what the cache holds: no dropout
         return self
 
@@ -107,6 +115,17 @@ class TextBackbone(nn.Module):
             return F.normalize(pool(states, attention_mask, self.pooling).float(), dim=1)
 
     @torch.no_grad()
+    def lower(self, token_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``(n, t, width)`` states entering the first tuned layer (tune mode), no gradients."""
+        return lower_states(self.model, self.split, token_ids, attention_mask)
+
+    def upper(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``(n, width)`` unit-length text vectors from ``lower``'s states: the tuned layers,
+        then pooling; ``upper(lower(x)) == forward(x)``."""
+        tokens = upper_states(self.model, self.split, states, attention_mask)  # (n, t, width)
+        return F.normalize(pool(tokens, attention_mask, self.pooling).float(), dim=1)
+
+    @torch.no_grad()
     def embed_all(
         self, token_ids: torch.Tensor, lengths: torch.Tensor, batch_size: int
     ) -> torch.Tensor:
@@ -126,24 +145,45 @@ class TextBackbone(nn.Module):
         return trainable, sum(p.numel() for p in parameters)
 
 
-def inject_lora(model: nn.Module, spec: LoraSpec) -> None:
-    """Low-rank adapters on ``spec.modules`` (or ``peft``'s default for the model type)."""
+def _split_index(model: nn.Module, tune_layers: int) -> int:
+    """The first tuned layer's index: ``tune_layers`` from the top."""
+    recipe_for(model)  # an architecture without a recipe is refused here
+    count = layer_count(model)
+    if not 1 <= tune_layers <= count:
+        raise ColdbrewError(f"--tune-layers must be 1 to {count} (this backbone's layers)")
+    return count - tune_layers
+
+
+def inject_lora(model: nn.Module, spec: LoraSpec, first_layer: int | None = None) -> None:
+    """Low-rank adapters on ``spec.modules`` (or ``peft``'s default for the model type); with
+    ``first_layer``, only in that layer and the ones above it (by default on the split
+    recipe's query and value projections)."""
     try:
         from peft import LoraConfig, inject_adapter_in_model
     except ImportError as error:
         raise ColdbrewError(
             f"--lora needs the [llm] extra: pip install 'coldbrew[llm]' ({error})"
         ) from error
-    if spec.modules:
-        check_target_modules(model, spec.modules)
+    modules = spec.modules
+    if first_layer is not None and not modules:
+        modules = recipe_for(model).lora_modules
+    if modules:
+        check_target_modules(model, modules)
     fan_in_fan_out = any(type(module).__name__ == "Conv1D" for module in model.modules())
+    layers = {}
+    if first_layer is not None:
+        layers = {
+            "layers_to_transform": list(range(first_layer, layer_count(model))),
+            "layers_pattern": recipe_for(model).layers_pattern,
+        }
     config = LoraConfig(
         r=spec.rank,
         lora_alpha=spec.alpha,
-        target_modules=list(spec.modules) or None,
+        target_modules=list(modules) or None,
         lora_dropout=0.0,
         bias="none",
         fan_in_fan_out=fan_in_fan_out,  # GPT-2's Conv1D stores weights transposed
+        **layers,
     )
     try:
         inject_adapter_in_model(config, model)

@@ -7,6 +7,11 @@
 * ``dynamic``: the backbone runs inside the training step, on the distinct items of the step.
   ``freeze`` trains the heads only; ``lora="R,ALPHA[,MODULE,...]"`` trains low-rank adapters
   (``peft``); neither fine-tunes every backbone weight.
+* ``tune``: fine-tuning a CPU can afford. The backbone's lower layers run once per item and
+  their output states are held; only the top ``tune_layers`` layers run in the step, with LoRA
+  adapters (``lora``, default ``8,16``). A step sends ``tune_items`` of its distinct items
+  through them; its other items take their vectors from a table that every such pass (and
+  every evaluation) refreshes (``coldbrew.models.lm.tuned``).
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from dataclasses import dataclass
 from coldbrew.errors import ColdbrewError
 from coldbrew.options import option
 
-LM_MODES = ("cache", "dynamic")
+LM_MODES = ("cache", "dynamic", "tune")
 LOSSES = ("bpr", "infonce")
 SCORES = ("dot", "cosine")
 POOLINGS = ("auto", "mean", "last", "cls")
 DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 128}  # the seed's triples; a softmax wants many more
+DEFAULT_TUNE_LORA = "8,16"  # tune mode trains adapters only
 
 
 @dataclass(frozen=True)
@@ -64,11 +70,24 @@ class LMConfig:
     max_length: int = option(256, "tokens per text", minimum=1)
     lm_mode: str = option(
         "cache",
-        "cache: frozen backbone, texts embedded once; dynamic: backbone in the step",
+        "cache: frozen backbone, texts embedded once; dynamic: backbone in the step; tune: "
+        "lower layers run once per item, the top layers fine-tuned with LoRA in the step",
         choices=LM_MODES,
     )
     freeze: bool = option(False, "dynamic mode: train the heads only")
-    lora: str | None = option(None, "dynamic mode: LoRA adapters R,ALPHA[,MODULE,...] (peft)")
+    lora: str | None = option(
+        None,
+        f"dynamic or tune mode: LoRA adapters R,ALPHA[,MODULE,...] (peft; tune: {DEFAULT_TUNE_LORA})",
+    )
+    tune_layers: int = option(
+        1, "tune mode: top layers fine-tuned (LoRA); the rest run once", minimum=1
+    )
+    tune_items: int = option(
+        32,
+        "tune mode: distinct items per step of --batch-size rows sent through the tuned layers "
+        "(the step's other items use vectors refreshed as items pass)",
+        minimum=1,
+    )
     grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
     # loss, score, num_neg, temperature, id_dropout (and lr 0.0013, batch 1024: the registry's
     # run_defaults): a screening and a 20-trial search on ml-1m-coldstart, then 3 seeds
@@ -103,6 +122,8 @@ class LMConfig:
         # record the number of negatives the run drew, not null
         if self.num_neg is None:
             self.num_neg = DEFAULT_NUM_NEG.get(self.loss)
+        if self.lm_mode == "tune" and self.lora is None:
+            self.lora = DEFAULT_TUNE_LORA
         self.validate()
 
     def resolved_num_neg(self) -> int:
@@ -114,9 +135,9 @@ class LMConfig:
 
     def fake_trace_blocker(self) -> str | None:
         """Why ``coldbrew memory`` cannot trace this model's step on fake tensors, if it can't."""
-        if self.lm_mode == "dynamic":
+        if self.lm_mode != "cache":
             return (
-                "dynamic mode loads pretrained backbone weights (and peft adapters), which fake "
+                f"{self.lm_mode} mode loads pretrained backbone weights (and peft adapters), which fake "
                 "tensors cannot hold; its per-device estimate is coldbrew.models.lm.memory."
                 "estimate_memory (python benchmarks/bench_lm.py --parts estimate)"
             )
@@ -128,12 +149,15 @@ class LMConfig:
     @property
     def trains_backbone(self) -> bool:
         """Whether any backbone weight receives gradients (LoRA, or full fine-tuning)."""
-        return self.lm_mode == "dynamic" and not self.freeze
+        return self.lm_mode == "tune" or (self.lm_mode == "dynamic" and not self.freeze)
 
     def validate(self) -> None:
         """Raise ``ColdbrewError`` with a one-line reason for an impossible combination."""
         checks = [
-            (self.lm_mode in LM_MODES, f"lm_mode must be cache or dynamic, not {self.lm_mode!r}"),
+            (
+                self.lm_mode in LM_MODES,
+                f"lm_mode must be one of {', '.join(LM_MODES)}, not {self.lm_mode!r}",
+            ),
             (self.loss in LOSSES, f"loss must be bpr or infonce, not {self.loss!r}"),
             (self.score in SCORES, f"score must be dot or cosine, not {self.score!r}"),
             (self.pooling in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}"),
@@ -144,13 +168,25 @@ class LMConfig:
             (self.temperature > 0, "temperature must be positive"),
             (0.0 <= self.id_dropout < 1.0, "id_dropout must be in [0, 1)"),
             (
-                self.lm_mode == "dynamic" or (not self.freeze and self.lora is None),
-                "--freeze and --lora apply to lm_mode=dynamic (cache mode is always frozen)",
+                self.lm_mode != "cache" or (not self.freeze and self.lora is None),
+                "--freeze and --lora apply to lm_mode=dynamic or tune (cache mode is always frozen)",
+            ),
+            (
+                not (self.freeze and self.lm_mode == "tune"),
+                "tune mode trains LoRA adapters: no --freeze",
+            ),
+            (
+                self.tune_layers > 0 and self.tune_items > 0,
+                "tune_layers and tune_items must be positive",
             ),
             (not (self.freeze and self.lora is not None), "--freeze and --lora exclude each other"),
             (
                 not self.grad_checkpointing or self.trains_backbone,
                 "--grad-checkpointing needs a trained backbone (lm_mode=dynamic without --freeze)",
+            ),
+            (
+                not (self.grad_checkpointing and self.lm_mode == "tune"),
+                "--grad-checkpointing is for dynamic mode (tune mode holds the lower layers' states)",
             ),
         ]
         for ok, message in checks:

@@ -5,7 +5,8 @@
     score(u, i) = user(u) · item(i)      (score="cosine": both vectors unit length first)
 
 * ``text(i)`` is the backbone's pooled, unit-length embedding of the item's text: a cached row
-  (cache mode) or the backbone run inside the step on the step's distinct items (dynamic mode).
+  (cache mode), the backbone run inside the step on the step's distinct items (dynamic mode),
+  or its tuned top layers on held lower-layer states (tune mode, ``coldbrew.models.lm.tuned``).
 * ``features(i)``: the data's other item feature vectors (genres on MovieLens; each block
   row-normalised, as CLCRec reads them), when ``item_features`` is on and the data has any.
   The data's precomputed text vectors are left out: the backbone reads the text itself.
@@ -16,7 +17,7 @@
   ml-1m-coldstart on each of 3 seeds, under BPR it did not; BENCHMARKS.md).
 * ``history(u)`` is the mean text embedding of the user's training items and ``user_text(u)``
   the embedding of the user's own description where the data has one (ML-100K); both are
-  computed once with the frozen backbone, in either mode.
+  computed once with the frozen backbone, in every mode.
 * Heads are two-layer MLPs (``Linear → GELU → Linear``) projecting to ``dim``.
 
 Loss on ``Batch.items (B, 1 + K)`` (column 0 the positive): ``bpr`` is the mean of
@@ -44,6 +45,7 @@ from coldbrew.models.content import (
 from coldbrew.models.gather_dot import sampled_scores
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
+from coldbrew.models.lm.tuned import TunedText
 
 ID_INIT_STD = 0.01
 
@@ -65,9 +67,11 @@ class LMRecommender(Recommender):
         item_tokens: tuple[torch.Tensor, torch.Tensor] | None = None,
         item_features: dict[str, torch.Tensor] | None = None,
         backbone_identity: str | None = None,
+        tuned: TunedText | None = None,
     ):
         """``user_features (U, F)``: history (and user-text) vectors. Cache mode takes
-        ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths).
+        ``item_text (N, E)``; dynamic mode ``backbone`` and ``item_tokens`` (ids, lengths); tune
+        mode ``tuned``.
         ``item_features``: row-normalised feature blocks ``(N, width)`` by name, in the data's
         order, joined to the text vectors."""
         super().__init__()
@@ -75,8 +79,10 @@ class LMRecommender(Recommender):
             raise ColdbrewError("LMRecommender: cache mode takes item_text, dynamic does not")
         if (config.lm_mode == "dynamic") != (backbone is not None and item_tokens is not None):
             raise ColdbrewError("LMRecommender: dynamic mode takes a backbone and item_tokens")
+        if (config.lm_mode == "tune") != (tuned is not None):
+            raise ColdbrewError("LMRecommender: tune mode takes tuned (and only it)")
         self.config = config
-        self.backbone = backbone
+        self.backbone, self.tuned = backbone, tuned
         # the backbone's files' identity: saved with the state, checked when a state is loaded
         self.backbone_identity = backbone_identity
         self.register_load_state_dict_pre_hook(_accept_a_state_without_identity)
@@ -84,6 +90,8 @@ class LMRecommender(Recommender):
         if item_text is not None:
             self.num_items, width = item_text.shape
             self.register_buffer("item_text", item_text.float(), persistent=False)
+        elif tuned is not None:
+            self.num_items, width = len(tuned.item_lengths), tuned.backbone.width
         else:
             token_ids, lengths = item_tokens
             self.num_items, width = len(lengths), backbone.width
@@ -118,10 +126,17 @@ class LMRecommender(Recommender):
             )
 
     # ------------------------------------------------------------------ vectors
-    def text_vectors(self, items: torch.Tensor) -> torch.Tensor:
-        """``(n, E + G)`` the item head's input: text embeddings of ``items`` (cached rows, or
-        the backbone on them) joined with their feature vectors."""
-        if self.backbone is None:
+    def loaded_backbone(self) -> TextBackbone | None:
+        """The whole backbone the model holds (dynamic and tune modes), else None."""
+        return self.backbone if self.tuned is None else self.tuned.backbone
+
+    def text_vectors(self, items: torch.Tensor, rows: int | None = None) -> torch.Tensor:
+        """``(n, E + G)`` the item head's input: text embeddings of ``items`` (cached rows, the
+        backbone on them, or tune mode's mix for a step of ``rows`` rows) joined with their
+        feature vectors."""
+        if self.tuned is not None:
+            text = self.tuned(items, len(items) if rows is None else rows)
+        elif self.backbone is None:
             text = self.item_text[items]
         else:
             token_ids, mask = TextBackbone.trim(
@@ -153,9 +168,11 @@ class LMRecommender(Recommender):
         # the backbone runs on every distinct item it is given: padding would cost a pass over
         # up to B·(1+K) texts, so dynamic mode trims (one host read) unless told fixed_shapes
         cpu_path = host_syncs_are_free(items, self.fixed_shapes)
-        trim = cpu_path or (self.backbone is not None and not self.fixed_shapes)
+        encodes = self.backbone is not None or self.tuned is not None
+        trim = cpu_path or (encodes and not self.fixed_shapes)
         distinct, inverse = distinct_items(items, self.num_items, trim=trim)  # (n,), (B, 1 + K)
-        item_rows = self.item_vectors(distinct, self.text_vectors(distinct))  # (n, dim)
+        text = self.text_vectors(distinct, rows=len(users))  # (n, E + G)
+        item_rows = self.item_vectors(distinct, text)  # (n, dim)
         user_rows = self.user_vectors(users)  # (B, dim)
         scores = sampled_scores(user_rows, item_rows, inverse, fused=cpu_path)  # (B, 1 + K)
         if self.config.loss == "bpr":
@@ -173,7 +190,9 @@ class LMRecommender(Recommender):
         """Every item, warm by text + ID, cold by text alone; the backbone (dynamic mode) runs
         without gradients in batches of ``text_batch_size``."""
         items = torch.arange(self.num_items, device=self.cold_mask.device)
-        if self.backbone is None:
+        if self.tuned is not None:
+            text = self.tuned.all_vectors()
+        elif self.backbone is None:
             text = self.item_text
         else:
             text = self.backbone.embed_all(
@@ -211,9 +230,10 @@ class LMRecommender(Recommender):
             blocks = normalized_raw_blocks(features.to(device), widths)
             if len(blocks) != len(texts):
                 raise ColdbrewError(f"{len(texts)} item texts but {len(blocks)} feature rows")
-        if self.backbone is not None:
-            token_ids, lengths = self.backbone.tokenize(texts)
-            text = self.backbone.embed_all(
+        backbone = self.loaded_backbone()
+        if backbone is not None:  # the whole forward: lower layers, tuned top layers
+            token_ids, lengths = backbone.tokenize(texts)
+            text = backbone.embed_all(
                 token_ids.to(device), lengths.to(device), self.config.text_batch_size
             )
         else:
@@ -235,8 +255,9 @@ class LMRecommender(Recommender):
         """Trainable parameters by part, and the total including frozen backbone weights."""
         heads = sum(p.numel() for p in (*self.item_head.parameters(), *self.user_head.parameters()))
         ids = self.user_id.weight.numel() + self.item_id.weight.numel()
+        backbone = self.loaded_backbone()
         backbone_trainable, backbone_total = (
-            self.backbone.parameter_counts() if self.backbone is not None else (0, 0)
+            backbone.parameter_counts() if backbone is not None else (0, 0)
         )
         return {
             "heads": heads,
@@ -251,9 +272,11 @@ class LMRecommender(Recommender):
         counts = self.parameter_counts()
         share = 100.0 * counts["trainable"] / max(1, counts["total"])
         kind = "LoRA adapters" if self.config.lora else "backbone"
+        backbone = self.loaded_backbone()
+        tuned = "" if self.tuned is None else f", top {self.config.tune_layers} layer(s) tuned"
         return (
-            f"lm ({self.config.lm_mode}"
-            + (f", {self.backbone.pooling} pooling" if self.backbone is not None else "")
+            f"lm ({self.config.lm_mode}{tuned}"
+            + (f", {backbone.pooling} pooling" if backbone is not None else "")
             + f"): {counts['trainable']:,} trainable parameters of {counts['total']:,} "
             f"({share:.3g}%): "
             f"heads {counts['heads']:,}, ID tables {counts['id_tables']:,}, "

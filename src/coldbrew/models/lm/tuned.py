@@ -1,0 +1,154 @@
+"""Tune mode's item text vectors: held lower-layer states, tuned top layers, a refreshed table.
+
+Built once: every item's text runs through the backbone's frozen lower layers (in batches of
+similar length, with a progress bar) and the states entering the first tuned layer are held,
+``(N, T, width)`` float32, after checking that they fit in the RAM available (a clear error
+otherwise, naming the levers). Then the top layers run over every item once to fill
+``vectors``, the table of current item text vectors.
+
+A training step gets the text vectors of its ``n`` distinct items: ``m`` of them, drawn
+uniformly at random, run through the tuned top layers with gradients, and their fresh vectors
+are written back to the table; the other ``n − m`` are read from the table. ``m`` is
+``tune_items`` per ``rows_per_step`` rows (so a micro-batch halved by the out-of-memory back-off
+encodes half as many). Why a random subset and not the positives, say: the adapters' gradient
+then counts every item of the step with the same probability ``m / n`` whatever its role, so
+its expectation is ``m / n`` times the gradient with every item fresh (up to the table's
+staleness, which each pass and each evaluation resets). Why not smaller batches of every
+item: a step of 1,024 rows and 128 negatives each has about 1,800 distinct items; encoding
+all of them is what made ``dynamic`` mode cost a day per epoch.
+
+Evaluation (``all_vectors``) runs the top layers over every item without gradients and
+refreshes the whole table. The states and the table are data, not state: a checkpoint holds the
+adapters (and the heads), and after loading one the table is recomputed before it is read.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.lm.backbone import TextBackbone
+
+# of the RAM available when the states are built, what they may take
+STATES_SHARE_OF_AVAILABLE = 0.6
+
+
+def states_bytes(num_items: int, tokens: int, width: int) -> int:
+    """Bytes of the held lower-layer states, float32 ``(num_items, tokens, width)``."""
+    return num_items * tokens * width * 4
+
+
+def check_states_fit(num_items: int, tokens: int, width: int, available: int) -> None:
+    """Refuse, before any work, states that would take over 60 % of ``available`` bytes."""
+    needed = states_bytes(num_items, tokens, width)
+    if needed > STATES_SHARE_OF_AVAILABLE * available:
+        raise ColdbrewError(
+            f"--lm-mode tune would hold {needed / 2**30:.2f} GiB of hidden states ({num_items:,} "
+            f"items × {tokens} tokens × {width}), over {STATES_SHARE_OF_AVAILABLE:.0%} of the "
+            f"{available / 2**30:.2f} GiB of RAM available: lower --max-length, or use "
+            "--lm-mode cache"
+        )
+
+
+class TunedText(nn.Module):
+    """``forward(items, rows)``: ``(n, width)`` text vectors of a step's distinct ``items``."""
+
+    def __init__(
+        self,
+        backbone: TextBackbone,
+        token_ids: torch.Tensor,
+        lengths: torch.Tensor,
+        *,
+        tune_items: int,
+        rows_per_step: int | None = None,
+        batch_size: int = 64,
+        progress: bool = False,
+        available_bytes: int | None = None,
+    ):
+        """``token_ids (N, T)`` and ``lengths (N,)``: the catalogue, tokenized. ``rows_per_step``:
+        the rows ``tune_items`` is counted per (None: per call, whatever its rows)."""
+        super().__init__()
+        if backbone.split is None:
+            raise ColdbrewError("TunedText needs a backbone cut in two (tune_layers)")
+        self.backbone = backbone
+        self.tune_items, self.rows_per_step = tune_items, rows_per_step
+        self.batch_size = batch_size
+        width, tokens = backbone.width, int(lengths.max())
+        if available_bytes is None:
+            from coldbrew.system.memory import host_memory
+
+            available_bytes = host_memory()["available_bytes"]
+        check_states_fit(len(lengths), tokens, width, available_bytes)
+        self.register_buffer("item_lengths", lengths, persistent=False)
+        states = self._lower_states(token_ids[:, :tokens], lengths, progress)
+        self.register_buffer("item_states", states, persistent=False)  # (N, T, width)
+        self.register_buffer("vectors", torch.empty(len(lengths), width), persistent=False)
+        self.stale = True  # the table is filled on first read
+        self.register_load_state_dict_post_hook(_mark_stale)
+
+    def _lower_states(
+        self, token_ids: torch.Tensor, lengths: torch.Tensor, progress: bool
+    ) -> torch.Tensor:
+        """Every item's states entering the first tuned layer, ``(N, T, width)``."""
+        states = torch.zeros(len(lengths), token_ids.shape[1], self.backbone.width)
+        order = torch.argsort(lengths, descending=True)
+        for start in tqdm(
+            range(0, len(order), self.batch_size),
+            desc=f"lower {self.backbone.split} layers, once per item",
+            unit="batch",
+            disable=not progress,
+            leave=False,
+        ):
+            rows = order[start : start + self.batch_size]
+            ids, mask = TextBackbone.trim(token_ids[rows], lengths[rows])
+            states[rows, : ids.shape[1]] = self.backbone.lower(ids, mask).float()
+        return states
+
+    # ------------------------------------------------------------------ vectors
+    def encode(self, items: torch.Tensor) -> torch.Tensor:
+        """``(m, width)`` fresh vectors of ``items`` through the tuned layers."""
+        lengths = self.item_lengths[items]
+        longest = int(lengths.max())  # one host read; the layers' cost dwarfs it
+        mask = (torch.arange(longest, device=items.device) < lengths[:, None]).long()
+        return self.backbone.upper(self.item_states[items, :longest], mask)
+
+    def fresh_count(self, rows: int, distinct: int) -> int:
+        """Items of a step of ``rows`` rows (``distinct`` distinct items) that run fresh."""
+        wanted = self.tune_items
+        if self.rows_per_step is not None:
+            wanted = math.ceil(self.tune_items * rows / self.rows_per_step)
+        return max(1, min(distinct, wanted))
+
+    def forward(self, items: torch.Tensor, rows: int) -> torch.Tensor:
+        """``(n, width)``: a random ``fresh_count`` of ``items`` through the tuned layers (with
+        gradients; written back to the table), the rest from the table."""
+        if self.stale:
+            self.all_vectors()
+        text = self.vectors[items]  # (n, width), a copy
+        if not torch.is_grad_enabled():
+            return text
+        count = self.fresh_count(rows, len(items))
+        chosen = torch.randperm(len(items), device=items.device)[:count]  # (m,)
+        fresh = self.encode(items[chosen])  # (m, width)
+        self.vectors[items[chosen]] = fresh.detach()
+        return text.index_put((chosen,), fresh)
+
+    @torch.no_grad()
+    def all_vectors(self) -> torch.Tensor:
+        """Every item's vector ``(N, width)`` from the tuned layers as they are now; refreshes
+        the table."""
+        order = torch.argsort(self.item_lengths, descending=True)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            self.vectors[rows] = self.encode(rows)
+        self.stale = False
+        return self.vectors.clone()
+
+
+def _mark_stale(module: TunedText, _incompatible) -> None:
+    """Loaded adapters make the table out of date."""
+    module.stale = True
