@@ -41,6 +41,8 @@ SMALL = {
     "knn": {"data": "synthetic:small", "backbone_dim": 8, "backbone_epochs": 3},
 }
 RUN = {"batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu", "seed": 4}
+# modes of a model that take another path through it, checked as models of their own
+VARIANTS = {"lm+tune": {"lm_mode": "tune", "lora": "4,8", "tune_items": 4}}
 # models built from other runs, not from data: their own tests cover what applies to them
 COMPOSITES = {"blend": "tests/research/test_blend_runs.py"}
 CONTRACT_MODELS = sorted(set(MODELS) - set(COMPOSITES))
@@ -63,6 +65,7 @@ def collaborative_teacher():
 
 # models with something to train (content KNN has none: its own tests cover its vectors)
 TRAINED = [name for name in CONTRACT_MODELS if MODELS[name].trains]
+TRAINED_AND_VARIANTS = [*TRAINED, *VARIANTS]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -79,7 +82,10 @@ def tiny_gpt2_backbone(tmp_path_factory):
 
 
 def settings(name: str, seed: int = 1):
-    return make_config({**RUN, "model": name, **SMALL[name], "seed": seed})
+    model = name.split("+")[0]
+    return make_config(
+        {**RUN, "model": model, **SMALL[model], **VARIANTS.get(name, {}), "seed": seed}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +101,8 @@ def data(tiny_gpt2_backbone):
 
 
 def trainer_for(name: str, data, seed: int = 1):
-    return build_trainer(settings(name, seed), data[name] if isinstance(data, dict) else data)
+    dataset = data[name.split("+")[0]] if isinstance(data, dict) else data
+    return build_trainer(settings(name, seed), dataset)
 
 
 def samples(trainer, count: int, start: int = 0) -> torch.Tensor:
@@ -121,7 +128,7 @@ def test_every_registered_model_has_small_settings():
     assert set(CONTRACT_MODELS) == set(SMALL)
 
 
-@pytest.mark.parametrize("name", TRAINED)
+@pytest.mark.parametrize("name", TRAINED_AND_VARIANTS)
 def test_forward_is_the_loss_with_named_terms(name, data):
     trainer = trainer_for(name, data)
     batch = trainer.task.make_batch(samples(trainer, 32))
@@ -132,15 +139,15 @@ def test_forward_is_the_loss_with_named_terms(name, data):
     assert predictions(trainer, 5).shape[0] == 5
 
 
-@pytest.mark.parametrize("name", RECOMMENDERS)
+@pytest.mark.parametrize("name", [*RECOMMENDERS, *VARIANTS])
 def test_recommenders_score_every_item(name, data):
     trainer = trainer_for(name, data)
-    dataset = data[name]
+    dataset = data[name.split("+")[0]]
     assert trainer.model.score_users(torch.arange(5)).shape == (5, dataset.num_items)
     assert trainer.model.item_embeddings().shape[0] == dataset.num_items
 
 
-@pytest.mark.parametrize("name", TRAINED)
+@pytest.mark.parametrize("name", TRAINED_AND_VARIANTS)
 def test_training_lowers_the_loss(name, data):
     trainer = trainer_for(name, data)
     first = trainer.train_epoch()["loss"]
@@ -149,7 +156,7 @@ def test_training_lowers_the_loss(name, data):
     assert last < first
 
 
-@pytest.mark.parametrize("name", TRAINED)
+@pytest.mark.parametrize("name", TRAINED_AND_VARIANTS)
 def test_same_seed_same_parameters_on_one_thread(name, data, one_thread):
     runs = []
     for seed in (1, 1, 2):
@@ -163,7 +170,7 @@ def test_same_seed_same_parameters_on_one_thread(name, data, one_thread):
     assert not torch.equal(runs[0], runs[2])
 
 
-@pytest.mark.parametrize("name", TRAINED)
+@pytest.mark.parametrize("name", TRAINED_AND_VARIANTS)
 def test_checkpoint_round_trip_predicts_identically(name, data):
     trained = trainer_for(name, data)
     trained.train_step(samples(trained, 256))
@@ -187,11 +194,11 @@ def permuted_cold_content(dataset, permutation: np.ndarray):
     return dataclasses.replace(dataset, features=features, item_text=texts)
 
 
-@pytest.mark.parametrize("name", sorted(set(RECOMMENDERS) - WITHOUT_CONTENT))
+@pytest.mark.parametrize("name", [*sorted(set(RECOMMENDERS) - WITHOUT_CONTENT), *VARIANTS])
 def test_cold_items_are_scored_from_their_content(name, data):
-    dataset = data[name]
+    dataset = data[name.split("+")[0]]
     trainer = trainer_for(name, dataset)
-    if MODELS[name].trains:
+    if MODELS[name.split("+")[0]].trains:
         trainer.train_step(samples(trainer, 256))
     permutation = np.random.default_rng(0).permutation(len(dataset.cold_items))
     moved = trainer_for(name, permuted_cold_content(dataset, permutation))

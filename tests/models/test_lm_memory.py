@@ -91,3 +91,54 @@ def test_minilm_shape_and_lora_size():
 def test_unknown_mode_is_an_error():
     with pytest.raises(ValueError, match="mode must be one of"):
         estimate_memory(mode="dynamic", batch_size=2, **SHAPES)
+
+
+def test_tune_mode_by_hand():
+    tune = estimate_memory(
+        mode="tune", batch_size=2, lora_parameters=16, tune_layers=1, tune_items=1, **SHAPES
+    )
+    heads_only = estimate_memory(mode="cache", batch_size=2, **SHAPES).activations
+    # one fresh item of 3 tokens through one LoRA layer: 3 x 50 values, output 3 x 4
+    assert tune.activations == pytest.approx(heads_only + (3 * 50 + 3 * 4) * 4, abs=4)
+    # token ids 3 x (3 + 1) int64; states and table 3 items x (3 + 1) x 4 floats; users 2 x 4
+    assert tune.cached_embeddings == 3 * 4 * 8 + 3 * 4 * 4 * 4 + 2 * 4 * 4
+    assert tune.gradients == (56 + 16) * 4 and tune.parameters == (56 + 100 + 16) * 4
+    # the fresh items follow the rows: a micro-batch of 1 row takes ceil(4 x 1 / 2) = 2 of the
+    # expected distinct items (fewer than 2 here: 1 x 2 draws over 2 warm items give 1.5)
+    half = estimate_memory(
+        mode="tune", batch_size=2, lora_parameters=16, tune_items=4, devices=2, **SHAPES
+    )
+    one_row = estimate_memory(mode="cache", batch_size=2, devices=2, **SHAPES).activations
+    assert half.activations == pytest.approx(one_row + 1.5 * 3 * (50 + 4) * 4, abs=4)
+
+
+def test_lora_in_the_top_layers_only():
+    assert lora_size(MINILM, 8, layers=1) == 12_288  # 1 layer x 2 modules x 8 x (384 + 384)
+
+
+def test_a_runs_estimate_reads_the_backbone_config(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from coldbrew.models.lm import LMConfig
+    from coldbrew.models.lm.memory import approximate_parameters, estimate_for_run
+
+    config = {"model_type": "bert", "vocab_size": 10, "max_position_embeddings": 6}
+    config |= {"hidden_size": 4, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config |= {"intermediate_size": 8}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    # tables (10 + 6) x 4 = 64; a layer 4 x (16 + 4) + 2 x 4 x 8 + 8 + 5 x 4 = 172
+    assert approximate_parameters(config) == 64 + 2 * 172
+    data = SimpleNamespace(num_users=2, num_items=3, warm_items=[0, 1], user_text=None)
+    options = LMConfig(backbone=str(tmp_path), lm_mode="tune", lora="4,8", dim=2, hidden=3)
+    options.max_length, options.num_neg, options.tune_items = 3, 1, 1
+    estimate = estimate_for_run(options, data, batch_size=2)
+    # adapters: 1 layer x 2 modules x 4 x (4 + 4) = 64; the rest as test_tune_mode_by_hand
+    expected = estimate_memory(
+        mode="tune",
+        batch_size=2,
+        lora_parameters=64,
+        tune_items=1,
+        **{**SHAPES, "backbone": BackboneShape(408, 2, 4, 2, 8)},
+    )
+    assert estimate == expected

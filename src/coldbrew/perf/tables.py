@@ -174,7 +174,12 @@ def memory_table(report: dict) -> str:
     lines = [
         f"memory estimate for {report['model']} on {report['data']}: micro-batch "
         f"{report['micro_batch']}, {report['world_size']} device(s), global batch {report['global_batch']}",
-        "per device, at the step's peak (traced on fake tensors, PyTorch MemTracker):",
+        "per device, at the step's peak "
+        + (
+            "(from shapes: coldbrew.models.lm.memory):"
+            if report.get("method") == "shapes"
+            else "(traced on fake tensors, PyTorch MemTracker):"
+        ),
     ]
     for kind in ("parameter", "buffer", "gradient", "optstate", "activation", "temp"):
         if kind in kinds:

@@ -121,6 +121,20 @@ def trace_step(config: TrainConfig, data, batch: int) -> StepTrace:
     return StepTrace(batch, peak, int(flops.get_total_flops()), traffic.bytes, traffic.kernels)
 
 
+def _shape_trace(config: TrainConfig, data, batch: int, world_size: int) -> StepTrace:
+    """A ``StepTrace`` from the options' shape estimate at micro-batch ``batch`` (per device:
+    the estimate splits ``batch × world_size`` rows over the devices); no FLOPs or kernels."""
+    parts = config.model_options.shape_estimate(data, batch * world_size, world_size)
+    kinds = {
+        "parameter": parts["parameters"],
+        "buffer": parts["cached_embeddings"],
+        "gradient": parts["gradients"],
+        "optstate": parts["optimizer"],
+        "activation": parts["activations"],
+    }
+    return StepTrace(batch, {**kinds, "total": parts["total"]}, 0, 0, 0)
+
+
 def tensor_bytes(*holders) -> int:
     """Bytes of the tensors held as attributes of ``holders`` (and of their attributes' objects,
     one level down): a task's tables and its sampler's."""
@@ -188,9 +202,18 @@ def estimate_memory(
 ) -> dict:
     """Per-device memory of ``config``'s training step (fixed, per sample, at the configured
     micro-batch), the largest micro-batch that fits ``device_memory`` with a 10 % margin, and,
-    with ``gpu``, a roofline step time. Every figure is an estimate."""
+    with ``gpu``, a roofline step time. Every figure is an estimate. A model whose step cannot
+    be traced on fake tensors (pretrained weights: the LM's dynamic and tune modes) is
+    estimated from its shapes (its options' ``shape_estimate``); it has no roofline."""
     batch = config.batch_size
-    small, large = trace_step(config, data, batch), trace_step(config, data, 2 * batch)
+    options = config.model_options
+    if getattr(options, "fake_trace_blocker", lambda: None)() and hasattr(
+        options, "shape_estimate"
+    ):
+        small, large = (_shape_trace(config, data, size, world_size) for size in (batch, 2 * batch))
+        gpu = None
+    else:
+        small, large = trace_step(config, data, batch), trace_step(config, data, 2 * batch)
     per_sample = max(0.0, (large.peak_bytes["total"] - small.peak_bytes["total"]) / batch)
     step_fixed = max(0.0, small.peak_bytes["total"] - per_sample * batch)
     tables = task_tables(config, data)
@@ -218,6 +241,7 @@ def estimate_memory(
         "step_flops": small.flops,
         "step_bytes_moved": small.bytes_moved,
         "step_kernels": small.kernels,
+        "method": "shapes" if small.kernels == 0 else "fake-tensor trace",
         "estimate": True,
     }
     if device_memory:

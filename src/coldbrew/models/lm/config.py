@@ -137,11 +137,19 @@ class LMConfig:
         """Why ``coldbrew memory`` cannot trace this model's step on fake tensors, if it can't."""
         if self.lm_mode != "cache":
             return (
-                f"{self.lm_mode} mode loads pretrained backbone weights (and peft adapters), which fake "
-                "tensors cannot hold; its per-device estimate is coldbrew.models.lm.memory."
-                "estimate_memory (python benchmarks/bench_lm.py --parts estimate)"
+                f"{self.lm_mode} mode loads pretrained backbone weights (and peft adapters), which "
+                "fake tensors cannot hold; it is estimated from shapes instead "
+                "(coldbrew.models.lm.memory.estimate_for_run)"
             )
         return None
+
+    def shape_estimate(self, data, batch_size: int, world_size: int) -> dict[str, int]:
+        """Per-device bytes of this model's step by part, from shapes
+        (``coldbrew.models.lm.memory``): what ``coldbrew memory`` reports where it cannot
+        trace the step (``fake_trace_blocker``)."""
+        from coldbrew.models.lm.memory import estimate_for_run
+
+        return estimate_for_run(self, data, batch_size, world_size).as_dict()
 
     def lora_spec(self) -> LoraSpec | None:
         return None if self.lora is None else LoraSpec.parse(self.lora)

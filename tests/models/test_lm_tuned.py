@@ -1,0 +1,155 @@
+"""Tune mode's item vectors on a tiny GPT-2: how many items a step sends through the tuned
+layers (and how the out-of-memory back-off halves them), the table they refresh, the memory
+check before the states are built, and ``coldbrew memory`` for the mode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import Batch
+from coldbrew.models.lm import LMConfig, build
+from coldbrew.models.lm.tuned import check_states_fit, states_bytes
+from lm_support import fixed_batch, tiny_dataset, tiny_gpt2
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    return str(tiny_gpt2(tmp_path_factory.mktemp("gpt2")))
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+
+
+def make(gpt2: str, rows_per_step: int | None = None, **options):
+    torch.manual_seed(0)
+    config = LMConfig(backbone=gpt2, dim=8, hidden=16, lm_mode="tune", lora="4,8", **options)
+    return build(tiny_dataset(), config, progress=False, rows_per_step=rows_per_step)
+
+
+def counting_upper(model) -> list[int]:
+    """Rows of every pass through the tuned layers, recorded."""
+    counts: list[int] = []
+    upper = model.tuned.backbone.upper
+
+    def counted(states, mask):
+        counts.append(states.shape[0])
+        return upper(states, mask)
+
+    model.tuned.backbone.upper = counted
+    return counts
+
+
+def test_fresh_items_per_step_by_hand(gpt2):
+    tuned = make(gpt2, rows_per_step=7, tune_items=3).tuned
+    assert tuned.fresh_count(rows=7, distinct=9) == 3
+    assert tuned.fresh_count(rows=3, distinct=9) == 2  # ceil(3 x 3 / 7)
+    assert tuned.fresh_count(rows=1, distinct=9) == 1  # ceil(3 / 7)
+    assert tuned.fresh_count(rows=7, distinct=2) == 2  # no more than the step's items
+    per_call = make(gpt2, tune_items=3).tuned  # no step size given: per call
+    assert per_call.fresh_count(rows=1, distinct=9) == 3
+
+
+def test_a_step_refreshes_its_fresh_items_and_reads_the_rest(gpt2):
+    model = make(gpt2, tune_items=3)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(std=0.5)  # as if trained: fresh vectors differ from the table
+    model.tuned.all_vectors()
+    with torch.no_grad():
+        model.tuned.backbone.model.h[1].attn.c_attn.lora_B.default.weight.add_(0.3)
+    before = model.tuned.vectors.clone()
+    counts = counting_upper(model)
+    users, items = fixed_batch()
+    model.train()
+    model(Batch(users, items)).total.backward()
+    assert counts == [3]
+    changed = (model.tuned.vectors - before).abs().sum(dim=1) > 0
+    assert int(changed.sum()) == 3  # the 3 fresh items' rows, no others
+    assert set(changed.nonzero().flatten().tolist()) <= set(items.unique().tolist())
+    adapters = [p for name, p in model.named_parameters() if "lora_" in name]
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in adapters)
+
+
+def test_the_out_of_memory_back_off_halves_the_fresh_items(gpt2):
+    model = make(gpt2, rows_per_step=8, tune_items=6)
+    counts = counting_upper(model)
+    users, items = fixed_batch()  # 7 rows
+    model.train()
+    model(Batch(users[:4], items[:4]))  # half the micro-batch: ceil(6 x 4 / 8) = 3
+    model(Batch(users, items))  # ceil(6 x 7 / 8) = 6
+    assert counts == [3, 6]
+
+
+def test_a_trainer_redoing_a_step_after_out_of_memory_encodes_half(gpt2, monkeypatch):
+    from coldbrew.training.build import build_trainer
+
+    monkeypatch.setenv("COLDBREW_INJECT_OOM", "0")
+    config = make_config(
+        {"model": "lm", "backbone": gpt2, "lm_mode": "tune", "lora": "4,8", "tune_items": 4},
+        {"dim": 8, "hidden": 16, "num_neg": 2, "batch_size": 16, "quiet": True, "device": "cpu"},
+    )
+    trainer = build_trainer(config, tiny_dataset(), log=lambda line: None)
+    counts = counting_upper(trainer.model)
+    trainer.train_step(torch.arange(16) % trainer.task.num_samples())
+    assert trainer.micro_batch == 8
+    assert counts == [2, 2]  # two micro-batches of 8 rows, 4 x 8 / 16 fresh items each
+
+
+def test_states_that_would_not_fit_are_refused_before_any_work(gpt2, monkeypatch):
+    assert states_bytes(3018, 64, 384) == 296_681_472
+    check_states_fit(3018, 64, 384, available=2**30)  # 0.28 GiB of 1 GiB: fits
+    with pytest.raises(ColdbrewError, match=r"0\.28 GiB of hidden states.*lower --max-length"):
+        check_states_fit(3018, 64, 384, available=2**28)
+    calls: list[int] = []
+    from coldbrew.models.lm import backbone as backbone_module
+
+    monkeypatch.setattr(
+        backbone_module.TextBackbone, "lower", lambda self, *a: calls.append(1) or None
+    )
+    monkeypatch.setattr(
+        "coldbrew.system.memory.host_memory", lambda: {"available_bytes": 10, "total_bytes": 10}
+    )
+    with pytest.raises(ColdbrewError, match="RAM available"):
+        make(gpt2)
+    assert calls == []
+
+
+def test_a_loaded_state_makes_the_table_recomputed(gpt2):
+    trained, fresh = make(gpt2, tune_items=3), make(gpt2, tune_items=3)
+    with torch.no_grad():
+        for name, parameter in trained.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(std=0.5)
+    trained.tuned.all_vectors()
+    fresh.tuned.all_vectors()
+    fresh.load_state_dict(trained.state_dict())
+    assert fresh.tuned.stale
+    fresh.eval()
+    with torch.no_grad():
+        text = fresh.tuned(torch.arange(12), rows=1)  # reads the table: recomputed first
+    torch.testing.assert_close(text, trained.tuned.vectors)
+
+
+def test_coldbrew_memory_estimates_tune_mode_from_shapes(gpt2, monkeypatch):
+    from coldbrew.training.memory_estimate import estimate_memory
+
+    config = make_config(
+        {"model": "lm", "backbone": gpt2, "lm_mode": "tune", "max_length": 16},
+        {"dim": 8, "hidden": 16, "num_neg": 2, "batch_size": 4, "quiet": True, "device": "cpu"},
+    )
+    report = estimate_memory(config, tiny_dataset(), device_memory=2**30)
+    assert report["method"] == "shapes"
+    kinds = report["by_kind_at_peak"]
+    # held states and table: 12 items x (16 + 1) tokens x 32 wide floats, plus token ids and
+    # users' history and text vectors (6 x 64 floats)
+    assert kinds["buffer"] == 12 * 17 * 32 * 4 + 12 * 17 * 8 + 6 * 64 * 4
+    assert report["activation_bytes_per_sample"] > 0 and report["largest_micro_batch"] > 0
