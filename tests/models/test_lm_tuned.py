@@ -153,3 +153,19 @@ def test_coldbrew_memory_estimates_tune_mode_from_shapes(gpt2, monkeypatch):
     # users' history and text vectors (6 x 64 floats)
     assert kinds["buffer"] == 12 * 17 * 32 * 4 + 12 * 17 * 8 + 6 * 64 * 4
     assert report["activation_bytes_per_sample"] > 0 and report["largest_micro_batch"] > 0
+
+
+def test_a_new_item_goes_through_the_fine_tuned_layers(gpt2):
+    from lm_support import COLD_ITEMS, ITEM_TEXTS
+
+    model = make(gpt2, tune_items=3).eval()
+    cold = COLD_ITEMS[0]
+    frozen = model.encode_items(texts=[ITEM_TEXTS[cold]])
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(std=0.5)  # as if trained
+    tuned = model.encode_items(texts=[ITEM_TEXTS[cold]])  # the whole forward, adapters on
+    # as the cold item itself is scored: its held states through the tuned layers
+    torch.testing.assert_close(tuned[0], model.item_embeddings()[cold], rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(tuned, frozen, atol=1e-3)
