@@ -169,3 +169,39 @@ def test_a_new_item_goes_through_the_fine_tuned_layers(gpt2):
     # as the cold item itself is scored: its held states through the tuned layers
     torch.testing.assert_close(tuned[0], model.item_embeddings()[cold], rtol=1e-4, atol=1e-5)
     assert not torch.allclose(tuned, frozen, atol=1e-3)
+
+
+@pytest.mark.slow  # three short runs: about 10 s on a quiet machine, 34 s under load 8
+def test_a_killed_run_resumes_to_the_same_result_and_saves_adapters_only(gpt2, tmp_path):
+    from coldbrew.training.checkpoint import load_checkpoint
+    from coldbrew.training.run import train
+
+    options = {"model": "lm", "backbone": gpt2, "lm_mode": "tune", "lora": "4,8"}
+    options |= {"tune_items": 3, "dim": 8, "hidden": 16, "num_neg": 2, "batch_size": 4}
+    options |= {"epochs": 3, "lr": 0.02, "quiet": True, "device": "cpu", "seed": 2}
+    straight = train(make_config(options), tmp_path / "straight", dataset=tiny_dataset())
+
+    def kill_after_first_epoch(state):
+        if state.epoch == 1:
+            raise KeyboardInterrupt  # the process dies right after epoch 1's checkpoint
+
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            make_config(options),
+            tmp_path / "killed",
+            dataset=tiny_dataset(),
+            on_epoch_end=kill_after_first_epoch,
+        )
+    resumed = train(make_config(options), tmp_path / "killed", dataset=tiny_dataset(), resume=True)
+    assert resumed["metrics"] == straight["metrics"]
+    assert [entry["losses"] for entry in resumed["history"]] == [
+        entry["losses"] for entry in straight["history"]
+    ]
+    saved = load_checkpoint(tmp_path / "killed" / "best.pt")["model"]
+    backbone = sorted(key for key in saved if "backbone" in key)
+    assert backbone == [  # the top layer's adapters; no frozen weight, no held state
+        "tuned.backbone.model.h.1.attn.c_attn.lora_A.default.weight",
+        "tuned.backbone.model.h.1.attn.c_attn.lora_B.default.weight",
+    ]
+    assert resumed["config"]["lm"]["lm_mode"] == "tune"
+    assert resumed["config"]["lm"]["backbone"] == gpt2
