@@ -44,11 +44,14 @@ def test_a_runs_saved_settings_record_the_negatives_it_drew_not_null():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"lm_mode": "online"}, "lm_mode must be cache or dynamic"),
+        ({"lm_mode": "online"}, "lm_mode must be one of cache, dynamic, tune"),
         ({"loss": "hinge"}, "loss must be bpr or infonce"),
         ({"pooling": "max"}, "pooling must be one of"),
-        ({"lora": "8,16"}, "apply to lm_mode=dynamic"),
-        ({"freeze": True}, "apply to lm_mode=dynamic"),
+        ({"lora": "8,16"}, "apply to lm_mode=dynamic or tune"),
+        ({"freeze": True}, "apply to lm_mode=dynamic or tune"),
+        ({"lm_mode": "tune", "freeze": True}, "tune mode trains LoRA adapters"),
+        ({"lm_mode": "tune", "grad_checkpointing": True}, "is for dynamic mode"),
+        ({"lm_mode": "tune", "tune_items": 0}, "tune_layers and tune_items must be positive"),
         ({"lm_mode": "dynamic", "freeze": True, "lora": "8,16"}, "exclude each other"),
         ({"lm_mode": "dynamic", "freeze": True, "grad_checkpointing": True}, "needs a trained"),
         ({"grad_checkpointing": True}, "needs a trained"),
@@ -68,6 +71,17 @@ def test_trains_backbone_only_in_dynamic_mode_without_freeze():
     assert not LMConfig(lm_mode="dynamic", freeze=True).trains_backbone
     assert LMConfig(lm_mode="dynamic", lora="4,8").trains_backbone
     assert LMConfig(lm_mode="dynamic").trains_backbone  # full fine-tuning
+    assert LMConfig(lm_mode="tune").trains_backbone
+
+
+def test_tune_mode_trains_lora_by_default_and_records_it():
+    from coldbrew.config import config_yaml, make_config
+
+    config = make_config({"model": "lm", "lm_mode": "tune"})
+    assert config.model_options.lora == "8,16"
+    assert "lora: 8,16\n" in config_yaml(config) and "lm_mode: tune\n" in config_yaml(config)
+    assert LMConfig(lm_mode="tune", lora="4,8,query").lora == "4,8,query"
+    assert LMConfig().lora is None  # cache mode stays without adapters
 
 
 def test_config_module_imports_no_torch():
