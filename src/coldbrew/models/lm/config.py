@@ -85,8 +85,9 @@ class LMConfig:
     tune_layers: int = option(
         1, "tune mode: top layers fine-tuned (LoRA); the rest run once", minimum=1
     )
+    # 16 at 128 tokens: 1.16x CLCRec in 17.6 CPU-minutes a run (BENCHMARKS.md, "LM tune mode")
     tune_items: int = option(
-        32,
+        16,
         "tune mode: distinct items per step of --batch-size rows sent through the tuned layers "
         "(the step's other items use vectors refreshed as items pass)",
         minimum=1,

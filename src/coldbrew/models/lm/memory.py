@@ -118,7 +118,7 @@ def estimate_memory(
     checkpointing: bool = False,
     distinct_items: float | None = None,
     tune_layers: int = 1,
-    tune_items: int = 32,
+    tune_items: int = 16,
 ) -> MemoryEstimate:
     """Per-device bytes of one training step of ``mode`` (cache | frozen | lora | full | tune).
 
