@@ -22,11 +22,10 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.distilled import TeacherStudent, squared_distance
-from coldbrew.models.warm_teacher import catalogue
+from coldbrew.models.teacher import TeacherModel, catalogue, squared_distance
 
 
-class DeepMusic(TeacherStudent):
+class DeepMusic(TeacherModel):
     def __init__(
         self,
         num_users: int,

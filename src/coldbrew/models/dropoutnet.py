@@ -27,11 +27,10 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.distilled import TeacherStudent, pair_scores, score_regression, tower
-from coldbrew.models.warm_teacher import catalogue
+from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue
 
 
-class DropoutNet(TeacherStudent):
+class DropoutNet(TowerStudent):
     def __init__(
         self,
         num_users: int,
@@ -48,8 +47,8 @@ class DropoutNet(TeacherStudent):
         super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
         self.dropout = dropout
         self.content = ContentEncoder(features, num_items, hidden, hidden)
-        self.user_tower = tower(teacher_dim, hidden, dim)
-        self.item_tower = tower(teacher_dim + hidden, hidden, dim)
+        self.user_tower = TanhTower(teacher_dim, hidden, dim)
+        self.item_tower = TanhTower(teacher_dim + hidden, hidden, dim)
 
     def item_vectors(self, items: torch.Tensor | None, keep: torch.Tensor) -> torch.Tensor:
         """Item tower outputs ``(n, dim)`` of ``items`` (None: all); ``keep`` ``(n, 1)``: whose
@@ -61,16 +60,10 @@ class DropoutNet(TeacherStudent):
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         distinct, inverse = self.step_items(items)
-        dropped = torch.rand(len(distinct), 1, device=items.device) < self.dropout
-        keep = ~(dropped | self.cold_mask[distinct, None])  # (n, 1)
+        keep = ~self.content_only(distinct, self.dropout)  # (n, 1)
         item_vectors = self.item_vectors(distinct, keep.float())
-        user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
-        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
-        regression = score_regression(predicted, self.teacher_scores(users, items))
+        regression = self.score_regression(users, items, item_vectors, inverse)
         return LossOutput(total=regression, terms={"regression": regression})
-
-    def user_embeddings(self) -> torch.Tensor:
-        return self.user_tower(self.teacher_users)
 
     def item_embeddings(self) -> torch.Tensor:
         """Warm items from preference and content, cold items from content alone."""
