@@ -14,7 +14,8 @@ collaborative backbone through a content transformation that warm items are trai
   content.
 * Randomized training: each distinct warm item of a step enters the item tower as ``C_i``
   instead of ``V_i`` with probability ``randomize``; cold items always do (training and
-  scoring), warm items are scored from ``V_i``.
+  scoring), as new items do (``coldbrew recommend --item-vector``); warm items are scored from
+  ``V_i``.
 * Towers (the paper's final transformation): item ``Linear(hidden)`` → tanh → ``Linear(dim)``
   over ``V_i`` or ``C_i``, user the same over ``U_u``. The public code's batch norm is left
   out.
@@ -61,7 +62,11 @@ class Heater(TowerStudent):
 
     def content_vectors(self, items: torch.Tensor | None = None) -> torch.Tensor:
         """The mixture of experts ``(n, d)`` over the content of ``items`` (None: all)."""
-        trunk = torch.tanh(self.content(items))  # (n, hidden)
+        return self.mixture(self.content(items))
+
+    def mixture(self, encoded: torch.Tensor) -> torch.Tensor:
+        """The mixture of experts ``(n, d)`` over the content encoder's output ``(n, hidden)``."""
+        trunk = torch.tanh(encoded)  # (n, hidden)
         weights = torch.softmax(self.gate(trunk), dim=1)  # (n, E)
         outputs = self.experts(trunk).view(-1, self.num_experts, self.teacher_dim)  # (n, E, d)
         return torch.bmm(weights.unsqueeze(1), outputs).squeeze(1)  # (n, 1, E) @ (n, E, d)
@@ -82,6 +87,10 @@ class Heater(TowerStudent):
         """Warm items from the backbone, cold items from the content transformation."""
         inputs = torch.where(self.cold_mask[:, None], self.content_vectors(), self.teacher_items)
         return self.item_tower(inputs)
+
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        """New items as cold ones: from the content transformation."""
+        return self.item_tower(self.mixture(self.content.encode_raw(features)))
 
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> Heater:

@@ -90,10 +90,9 @@ class TeacherModel(Recommender):
         features = new_item_features(type(self).__name__, texts, features)
         return self.new_item_vectors(features.to(self.teacher_items.device))
 
-    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
-        """``(n, dim)`` item vectors of new items' raw dense blocks ``(n, sum of widths)``; a
-        model that does not define it refuses new items."""
-        return super().encode_items(features=features)
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        """``(n, dim)`` item vectors of new items' raw dense blocks ``(n, sum of widths)``."""
+        raise NotImplementedError
 
 
 class TowerStudent(TeacherModel):
