@@ -1,5 +1,5 @@
 """``coldbrew recommend`` and ``coldbrew.load_run(R).recommend``: a user's items, a new item's
-users, from CLCRec (a feature vector) and the LM recommender (text)."""
+users, from CLCRec and the zoo (a feature vector) and the LM recommender (text)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from coldbrew.cli import main
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.training.run import train
+from teacher_support import with_svd_teacher  # noqa: F401  (the fixture used below)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,34 @@ def test_clcrec_ranks_users_for_a_new_item_from_its_feature_vector(clcrec_run, t
     argv = ["recommend", "--run", str(clcrec_run), "--item-vector", str(tmp_path / "item.npy")]
     assert main([*argv, "--k", "5", "--json"]) == 0
     assert [row["user"] for row in json.loads(capsys.readouterr().out)] == [r["user"] for r in rows]
+
+
+@pytest.mark.usefixtures("with_svd_teacher")
+@pytest.mark.parametrize("model", ["deepmusic", "dropoutnet", "heater"])
+def test_a_zoo_run_ranks_users_for_a_new_item_as_for_the_cold_item_of_that_content(
+    model, tmp_path, capsys
+):
+    settings = {"data": "synthetic:small", "epochs": 1, "batch_size": 512, "quiet": True}
+    train(make_config({**settings, "model": model, "backbone_dim": 8}), tmp_path / "run")
+    loaded = coldbrew.load_run(tmp_path / "run")  # rebuilt without its backbone
+    item = int(loaded.dataset.cold_items[0])
+    vector = loaded.dataset.features["content"][item].numpy()
+    rows = loaded.recommend(item_features=vector, k=5)
+    column = loaded.model.score_users(torch.arange(loaded.dataset.num_users))[:, item]
+    assert [row["user"] for row in rows] == torch.topk(column, 5).indices.tolist()
+    assert [row["score"] for row in rows] == pytest.approx(torch.topk(column, 5).values.tolist())
+    np.save(tmp_path / "item.npy", vector)
+    argv = [
+        "recommend",
+        "--run",
+        str(tmp_path / "run"),
+        "--item-vector",
+        str(tmp_path / "item.npy"),
+    ]
+    assert main([*argv, "--k", "5", "--json"]) == 0
+    assert [row["user"] for row in json.loads(capsys.readouterr().out)] == [r["user"] for r in rows]
+    assert main([*argv[:3], "--item-text", "a film"]) == 2
+    assert "from its feature vector (--item-vector), not from text" in capsys.readouterr().err
 
 
 def test_refusals(clcrec_run, capsys):

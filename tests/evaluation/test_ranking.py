@@ -15,34 +15,7 @@ from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings, evaluate_
 from coldbrew.evaluation.engine import block_columns, chunk_rows
 from coldbrew.evaluation.plan import make_part
 from coldbrew.evaluation.sources import EmbeddingScores
-
-NUM_USERS, NUM_ITEMS, NUM_COLD = 40, 60, 15
-
-
-def make_dataset(seed: int = 0) -> Dataset:
-    """Random interactions: training on warm items only, val/test positives on unseen items."""
-    rng = np.random.default_rng(seed)
-    cold_items = rng.choice(NUM_ITEMS, NUM_COLD, replace=False)
-    cold = np.zeros(NUM_ITEMS, dtype=bool)
-    cold[cold_items] = True
-    train = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.25) & ~cold
-    splits = {}
-    for split in ("val", "test"):
-        held_out = (rng.random((NUM_USERS, NUM_ITEMS)) < 0.12) & ~train
-        held_out[rng.choice(NUM_USERS, 5, replace=False)] = False  # users with no positive
-        splits[split] = {
-            "all": sp.csr_matrix(held_out.astype(np.float32)),
-            "warm": sp.csr_matrix((held_out & ~cold).astype(np.float32)),
-            "cold": sp.csr_matrix((held_out & cold).astype(np.float32)),
-        }
-    return Dataset(
-        name="random",
-        num_users=NUM_USERS,
-        num_items=NUM_ITEMS,
-        train=sp.csr_matrix(train.astype(np.float32)),
-        cold_items=cold_items,
-        splits=splits,
-    )
+from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
 
 
 def reference_metrics(scores: np.ndarray, train, positives, candidates, ks) -> dict[str, float]:
@@ -93,7 +66,7 @@ def candidates_of(dataset: Dataset, group: str):
     ids=["one-chunk", "user-chunks", "column-blocks", "tiny-blocks"],
 )
 def test_vectorized_matches_per_user_loop(group, ks, chunking):
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     positives = dataset.splits["val"][group]
     candidates = candidates_of(dataset, group)
@@ -105,7 +78,7 @@ def test_vectorized_matches_per_user_loop(group, ks, chunking):
 
 
 def test_small_budget_really_cuts_columns():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     evaluated = np.arange(NUM_USERS - 5)
     part = make_part(dataset.train, evaluated, np.arange(NUM_ITEMS), torch.device("cpu"))
@@ -116,7 +89,7 @@ def test_small_budget_really_cuts_columns():
 
 
 def test_score_users_matches_embeddings_on_every_group():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     by_vectors = evaluate_embeddings(dataset, users, items, split="test", ks=(5, 10))
     by_scores = evaluate_scores(
@@ -136,7 +109,7 @@ def test_score_users_matches_embeddings_on_every_group():
 
 
 def test_progress_bar_over_users_only_when_labelled(capsys):
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     quiet = evaluate_embeddings(dataset, users, items, "test", user_chunk=4)
     assert capsys.readouterr().err == ""
@@ -148,7 +121,7 @@ def test_progress_bar_over_users_only_when_labelled(capsys):
 
 
 def test_score_users_method_of_a_module_gets_users_on_its_device():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
 
     class Model(torch.nn.Module):
@@ -229,7 +202,7 @@ def test_positive_seen_in_training_is_never_hit():
 
 
 def test_cold_group_with_fewer_cold_items_than_k():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     positives = dataset.splits["val"]["cold"]
     result = evaluate_embeddings(dataset, users, items, "val", ks=(50,))["cold"]
@@ -237,18 +210,18 @@ def test_cold_group_with_fewer_cold_items_than_k():
         (users @ items.T).numpy(), dataset.train, positives, dataset.cold_items, (50,)
     )
     assert result == pytest.approx(expected, abs=1e-9)
-    assert result["recall@50"] == pytest.approx(1.0)  # all 15 cold items fit in the top 50
+    assert result["recall@50"] == pytest.approx(1.0)  # all 18 cold items fit in the top 50
 
 
 def test_split_without_groups_gives_empty_result():
-    dataset = make_dataset()
+    dataset = random_dataset()
     dataset.splits.pop("test")
     users, items = random_vectors()
     assert evaluate_embeddings(dataset, users, items, split="test") == {}
 
 
 def test_bad_inputs_raise_clear_errors():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     with pytest.raises(ColdbrewError, match="user_vectors has shape"):
         evaluate_embeddings(dataset, users[:-1], items)
@@ -276,7 +249,7 @@ def test_bad_inputs_raise_clear_errors():
 
 @pytest.mark.gpu
 def test_cuda_matches_cpu():
-    dataset = make_dataset()
+    dataset = random_dataset()
     users, items = random_vectors()
     for chunk_elements in (None, 64):
         on_cpu = evaluate_embeddings(

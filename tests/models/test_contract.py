@@ -9,12 +9,15 @@ entry in ``SMALL`` fails here until it gets one.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 from coldbrew.config import make_config
-from coldbrew.models.base import LossOutput
+from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import LossOutput, Recommender
 from coldbrew.registry import MODELS
 from coldbrew.training.run import build_trainer, load_run_dataset
 
@@ -50,6 +53,9 @@ RECOMMENDERS = [name for name in CONTRACT_MODELS if MODELS[name].task == "recomm
 # warm baselines that read no content: their cold items score exactly zero instead
 WITHOUT_CONTENT = {"bpr"}
 WITHOUT_MATMUL = {"bpr"}
+# recommenders that score a new item from its feature vector (coldbrew recommend --item-vector);
+# the LM recommender reads text instead (tests/models/test_lm_model.py)
+FROM_VECTORS = sorted(set(RECOMMENDERS) - WITHOUT_CONTENT - {"lm"})
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -208,6 +214,48 @@ def test_cold_items_are_scored_from_their_content(name, data):
     after = moved.model.score_users(users)[:, cold]
     # cold item i now carries item permutation[i]'s content, so it gets that item's scores
     torch.testing.assert_close(after, before[:, torch.from_numpy(permutation)])
+
+
+def raw_features(dataset, items: np.ndarray) -> torch.Tensor:
+    """The raw dense feature blocks of ``items``, concatenated in the dataset's order, as
+    ``coldbrew recommend --item-vector`` takes a new item's."""
+    blocks = [block for block in dataset.features.values() if isinstance(block, torch.Tensor)]
+    return torch.cat([block[torch.from_numpy(items)].float() for block in blocks], dim=1)
+
+
+@pytest.mark.parametrize("name", FROM_VECTORS)
+def test_a_new_item_scores_as_the_cold_item_with_its_content(name, data):
+    dataset = data[name]
+    trainer = trainer_for(name, dataset)
+    if MODELS[name].trains:
+        trainer.train_step(samples(trainer, 256))
+    model, cold = trainer.model.eval(), dataset.cold_items[:4]
+    # twice the content: every block is row-normalised, so the scale is no information
+    new = model.encode_items(features=2 * raw_features(dataset, cold))
+    users = torch.arange(min(30, dataset.num_users))
+    with torch.no_grad():
+        torch.testing.assert_close(new, model.item_embeddings()[torch.from_numpy(cold)])
+        scores = model.user_embeddings()[users] @ new.T
+    torch.testing.assert_close(scores, model.score_users(users)[:, torch.from_numpy(cold)])
+
+
+@pytest.mark.parametrize("name", FROM_VECTORS)
+def test_a_new_item_of_another_width_or_as_text_is_refused(name, data):
+    dataset = data[name]
+    model = trainer_for(name, dataset).model
+    width = raw_features(dataset, dataset.cold_items[:1]).shape[1]
+    with pytest.raises(
+        ColdbrewError, match=rf"of shape \(1, {width + 1}\); expected \(n, {width}\)"
+    ):
+        model.encode_items(features=torch.ones(1, width + 1))
+    with pytest.raises(ColdbrewError, match="from its feature vector .*, not from text"):
+        model.encode_items(texts=["a film"])
+
+
+def test_the_refusal_of_a_new_item_names_the_models_that_can_score_one():
+    refusal = str(pytest.raises(ColdbrewError, Recommender().encode_items, features=None).value)
+    named = re.search(r"models that can: (.+) \(--item-vector\)", refusal).group(1)
+    assert sorted(named.split(", ")) == FROM_VECTORS
 
 
 @pytest.mark.parametrize("name", sorted(WITHOUT_CONTENT))

@@ -49,7 +49,7 @@ def test_a_backbone_of_another_width_is_a_clear_error():
         DeepMusic(2, 3, FEATURES, COLD, wide, dim=2)
 
 
-def test_a_new_item_is_refused_in_one_line_naming_the_models_that_can():
-    model = DeepMusic(2, 3, FEATURES, COLD, None, dim=2)
-    with pytest.raises(ColdbrewError, match="DeepMusic cannot score a new item.*clcrec, knn"):
-        model.encode_items(features=torch.zeros(1, 2))
+def test_a_new_item_is_scored_from_its_content_as_a_cold_item():
+    # raw [3, 0] normalised to [1, 0], through the identity MLP: [1, 0], cold i2's vector
+    new = model().encode_items(features=torch.tensor([[3.0, 0.0]]))
+    torch.testing.assert_close(new, torch.tensor([[1.0, 0.0]]))

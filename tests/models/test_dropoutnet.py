@@ -43,6 +43,12 @@ def test_cold_items_are_scored_from_content_alone():
     torch.testing.assert_close(model(dropout=0.5).item_embeddings(), expected)
 
 
+def test_a_new_item_is_scored_from_content_alone():
+    # raw [0, 2] normalised to [0, 1]; no preference: f_V = [0, 0] + [0, 1]
+    new = model(dropout=0.0).encode_items(features=torch.tensor([[0.0, 2.0]]))
+    torch.testing.assert_close(new, torch.tensor([[0.0, 1.0]]))
+
+
 class Recording(nn.Module):
     """The item tower, noting which rows came with their preference part zeroed."""
 

@@ -54,3 +54,9 @@ def test_loss_with_every_item_swapped_for_its_content_vector():
 def test_warm_items_are_scored_from_the_backbone_and_cold_ones_from_content():
     expected = torch.tensor([[1.0, 2.0], [0.0, 1.0], [1.5, 1.0]])
     torch.testing.assert_close(model(randomize=1.0).item_embeddings(), expected)
+
+
+def test_a_new_item_is_scored_from_the_content_transformation():
+    # the constant mixture [1.5, 1] through the identity item tower, whatever the content
+    new = model(randomize=0.0).encode_items(features=torch.tensor([[0.0, 5.0], [1.0, 1.0]]))
+    torch.testing.assert_close(new, torch.tensor([[1.5, 1.0], [1.5, 1.0]]))

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from coldbrew.cli import main
+from teacher_support import with_svd_teacher  # noqa: F401  (the fixture used below)
 
 
 @pytest.mark.parametrize("what", ["sample", "train", "eval"])
@@ -68,3 +69,22 @@ def test_variant_flags_keep_commas_inside_a_value():
         "lora": "8,16",
         "lm_mode": "dynamic",
     }
+
+
+@pytest.mark.usefixtures("with_svd_teacher")
+def test_bench_gives_negatives_only_to_the_models_that_draw_them(capsys):
+    # content KNN has no num_neg; the DeepMusic variant gets bench's default, 128
+    argv = ["bench", "eval", "--model", "knn", "--data", "synthetic:small", "--seconds", "0.1"]
+    argv += ["--warmup", "0", "--device", "cpu", "--against", "model=deepmusic", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["model"], result["num_neg"]) == ("knn", None)
+    assert result["variants"]["model=deepmusic"]["num_neg"] == 128
+    assert main([*argv[:-3], "--num-neg", "8"]) == 2
+    assert "--num-neg: model knn draws no negatives" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("knn", [["--model", "knn"], ["--against", "model=knn"]])
+def test_bench_train_refuses_a_model_with_nothing_to_train(capsys, knn):
+    assert main(["bench", "train", "--data", "synthetic:small", *knn]) == 2
+    assert "knn has nothing to train: bench eval measures its scoring" in capsys.readouterr().err

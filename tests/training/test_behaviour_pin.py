@@ -1,11 +1,13 @@
-"""Short fixed-seed runs of CLCRec, the LM recommender (cache mode) and the LSTM give the
-numbers they gave before the engine was reshaped (issue "one way in"), to 1e-6.
+"""Short fixed-seed runs of CLCRec, the LM recommender (cache mode), the LSTM and the
+cold-start zoo give the numbers they gave when pinned, to 1e-6.
 
-The numbers were made on commit e94bc92 by running this file as a script
-(``python tests/training/test_behaviour_pin.py > tests/training/behaviour_pin.json``), one
-thread. A change that
-moves any of them changed what a run computes; if that is intended, say why in the commit and
-re-pin with the script.
+CLCRec's, the LM's and the LSTM's were made on commit e94bc92, before the engine was reshaped
+(issue "one way in"); the zoo's (over the tests' SVD backbone, ``teacher_support``) on commit
+87a231b, before its models shared one base. They are made by running this file as a script,
+one thread: ``python tests/training/test_behaviour_pin.py [MODEL ...] >
+tests/training/behaviour_pin.json`` re-pins the models named (default: all) and keeps the
+others' numbers. A change that moves any of them changed what a run computes; if that is
+intended, say why in the commit and re-pin with the script.
 """
 
 from __future__ import annotations
@@ -22,8 +24,15 @@ SETTINGS = {
     "clcrec": {"data": "synthetic:small", "dim": 16, "hidden": 32, "num_neg": 8},
     "lm": {"data": "tiny-text", "dim": 8, "hidden": 16, "loss": "infonce", "num_neg": 4},
     "lstm": {"data": "synthetic:series=3,days=100", "window": 14, "hidden": 16, "layers": 1},
+    "bpr": {"data": "synthetic:small", "dim": 8},
+    "deepmusic": {"data": "synthetic:small", "backbone_dim": 8, "hidden": 16},
+    "dropoutnet": {"data": "synthetic:small", "backbone_dim": 8, "dim": 8, "hidden": 16},
+    "heater": {"data": "synthetic:small", "backbone_dim": 8, "dim": 8, "hidden": 16},
+    "gar": {"data": "synthetic:small", "backbone_dim": 8, "hidden": 16, "tower_dim": 8},
+    "aldi": {"data": "synthetic:small", "backbone_dim": 8, "hidden": 16},
+    "knn": {"data": "synthetic:small", "backbone_dim": 8, "neighbors": 5},
 }
-# made by this file run as a script (below), on commit e94bc92
+# made by this file run as a script (below)
 EXPECTED = json.loads((Path(__file__).with_name("behaviour_pin.json")).read_text())
 
 
@@ -32,13 +41,16 @@ def pinned_metrics(model: str, run_dir: Path) -> dict:
     from coldbrew.config import make_config
     from coldbrew.training.run import train
     from lm_support import tiny_dataset, tiny_gpt2
+    from teacher_support import PROVIDER
 
     settings = {**RUN, "model": model, **SETTINGS[model]}
     dataset = None
     if model == "lm":
         settings["backbone"] = str(tiny_gpt2(run_dir / "gpt2"))
         dataset = tiny_dataset()
-    results = train(make_config(settings), run_dir / "run", dataset=dataset)
+    with pytest.MonkeyPatch.context() as patch:  # the zoo learns from the SVD backbone
+        patch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
+        results = train(make_config(settings), run_dir / "run", dataset=dataset)
     return {
         "history": [entry["val"] for entry in results["history"]],
         "metrics": results["metrics"],
@@ -66,16 +78,16 @@ def test_short_run_keeps_its_numbers(model, tmp_path, monkeypatch, one_thread):
         assert measured[key] == pytest.approx(value, rel=1e-6, abs=1e-9), (model, key)
 
 
-if __name__ == "__main__":  # re-pin: prints EXPECTED as JSON
+if __name__ == "__main__":  # re-pin the models named (default: all): prints EXPECTED as JSON
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     torch.set_num_threads(1)
-    pinned = {}
-    for name in sorted(SETTINGS):
+    pinned = dict(EXPECTED)
+    for name in sys.argv[1:] or sorted(SETTINGS):
         with tempfile.TemporaryDirectory() as folder:
             import os
 
             os.environ["COLDBREW_CACHE"] = folder + "/cache"
             pinned[name] = pinned_metrics(name, Path(folder))
-    print(json.dumps(pinned, sort_keys=True))
+    sys.stdout.write(json.dumps(pinned, indent=1, sort_keys=True))  # as the file is kept

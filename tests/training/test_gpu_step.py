@@ -156,9 +156,9 @@ def test_the_lm_cache_mode_gpu_step_has_no_host_sync(tmp_path, monkeypatch):
 ZOO_TRAINED = ("deepmusic", "dropoutnet", "heater", "gar", "aldi", "bpr")
 
 
-@pytest.mark.parametrize("model", ZOO_TRAINED)
-def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
-    # the collaborative backbone replaced by the tests' deterministic SVD teacher
+def zoo_gpu_like_trainer(model: str, monkeypatch):
+    """A zoo model's trainer taking the GPU's step (fixed shapes, rank sampler, bf16), over the
+    tests' deterministic SVD teacher in place of the collaborative backbone."""
     from teacher_support import PROVIDER
 
     monkeypatch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
@@ -171,7 +171,33 @@ def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
     trainer.task.num_samples()  # builds the sampler
     assert trainer.model.fixed_shapes and trainer.task.sampler.method == "rank"
     trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)
+    return trainer
+
+
+@pytest.mark.parametrize("model", ZOO_TRAINED)
+def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
+    trainer = zoo_gpu_like_trainer(model, monkeypatch)
     trainer.train_step(torch.arange(256))  # the first step creates Adam's state
     with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
         trainer.train_step(torch.arange(256, 512))
     assert spy.found == []
+
+
+# aot_eager traces the whole step (a graph break is an error whatever the backend) and its
+# backward in seconds; inductor also generates the kernels, a minute a model on 2 cores: slow
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("model", ZOO_TRAINED)
+def test_a_zoo_models_whole_step_compiles_as_one_graph(model, backend, monkeypatch):
+    trainer = zoo_gpu_like_trainer(model, monkeypatch)
+    model, task = trainer.model, trainer.task
+
+    def step(index: torch.Tensor) -> torch.Tensor:
+        batch = task.make_batch(index)  # the rank sampler draws the negatives
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(batch).total
+
+    compiled = torch.compile(step, fullgraph=True, dynamic=False, backend=backend)
+    loss = compiled(torch.arange(256))
+    loss.backward()
+    gradients = [p.grad for p in model.parameters() if p.requires_grad]
+    assert torch.isfinite(loss) and gradients and all(g is not None for g in gradients)

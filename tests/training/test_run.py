@@ -171,6 +171,43 @@ def test_early_stop_metric_group_missing_from_validation_is_refused(dataset, tmp
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    "model, options, monitored",
+    [
+        ("bpr", {}, "warm/recall@20"),  # its cold scores are all zero
+        ("bpr", {"ks": [10, 50]}, "warm/recall@10"),  # the smallest K without 20
+        ("bpr", {"early_stop_metric": "cold/ndcg@20"}, "cold/ndcg@20"),  # told otherwise
+        ("clcrec", {}, "cold/recall@20"),
+    ],
+)
+def test_each_model_monitors_its_own_group_unless_told(dataset, model, options, monitored):
+    from coldbrew.tasks import build_task
+
+    config = make_config({**FAST, "model": model, "num_neg": 1, **options})
+    task = build_task("recommendation", dataset, config, torch.device("cpu"))
+    assert task.monitor.key == monitored
+
+
+def test_a_model_monitors_all_where_validation_lacks_its_group(dataset):
+    import dataclasses
+
+    from coldbrew.tasks import build_task
+
+    cold_only = dataclasses.replace(dataset, splits={"val": {**dataset.splits["val"]}})
+    del cold_only.splits["val"]["warm"]  # as ml-1m-coldstart's validation: no warm group
+    config = make_config({**FAST, "model": "bpr", "num_neg": 1})
+    task = build_task("recommendation", cold_only, config, torch.device("cpu"))
+    assert task.monitor.key == "all/recall@20"
+
+
+def test_a_bpr_run_selects_its_epoch_by_warm_recall(dataset, tmp_path):
+    results = train(
+        make_config({**FAST, "model": "bpr", "num_neg": 1}), tmp_path / "run", dataset=dataset
+    )
+    assert results["early_stop"]["monitor"] == "warm/recall@20"
+    assert results["early_stop"]["best"] == results["metrics"]["val"]["warm"]["recall@20"]
+
+
 def test_num_neg_above_the_warm_items_is_a_clear_error(tmp_path):
     data = "synthetic:users=30,items=20,interactions=5"
     with pytest.raises(ColdbrewError, match=r"num_neg 500 is larger than the \d+ warm items"):

@@ -7,6 +7,9 @@ import json
 
 from coldbrew.errors import ColdbrewError
 
+# bench's negatives per positive when not given: CLCRec's original 128, not each model's default
+NUM_NEG = "128"
+
 
 def add_parser(commands) -> None:
     bench = commands.add_parser(
@@ -28,7 +31,11 @@ def add_parser(commands) -> None:
         default=None,
         help="replace item features by random ones of these widths, e.g. 2048,128,100",
     )
-    bench.add_argument("--num-neg", default="128", help="negatives per positive (default 128)")
+    bench.add_argument(
+        "--num-neg",
+        default=None,
+        help=f"negatives per positive, for a model that has the option (default {NUM_NEG})",
+    )
     bench.add_argument("--batch-size", default="4096", help="samples per step (default 4096)")
     bench.add_argument(
         "--seconds",
@@ -106,6 +113,18 @@ def variant_flags(text: str) -> dict[str, str]:
     return flags
 
 
+def with_negatives(flags: dict[str, str], num_neg: str | None) -> dict[str, str]:
+    """``flags`` with bench's negatives per positive (``num_neg``, else ``NUM_NEG``) where their
+    model has the option and they do not set it; a model without it (content KNN, a blend)
+    gets none."""
+    from coldbrew.options import hints
+    from coldbrew.registry import model_spec
+
+    if "num_neg" in flags or "num_neg" not in hints(model_spec(flags["model"]).config):
+        return flags
+    return {**flags, "num_neg": NUM_NEG if num_neg is None else num_neg}
+
+
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, make_config
 
@@ -119,7 +138,6 @@ def run(args: argparse.Namespace) -> int:
         "features": args.features,
         "trust_pickle": args.trust_pickle,
         "model": args.model,
-        "num_neg": args.num_neg,
         "batch_size": args.batch_size,
         "device": args.device,
         "precision": args.precision,
@@ -133,8 +151,14 @@ def run(args: argparse.Namespace) -> int:
     elif args.neighbor_negatives is not None:
         raise ColdbrewError("--neighbor-negatives applies with --neighbor-loss")
     flags = {k: v for k, v in flags.items() if v is not None}
-    config = make_config(Flags(flags))
-    variants = {text: make_config(Flags({**flags, **variant_flags(text)})) for text in args.against}
+    run_flags = with_negatives(flags, args.num_neg)
+    if args.num_neg is not None and "num_neg" not in run_flags:
+        raise ColdbrewError(f"--num-neg: model {args.model} draws no negatives (no num_neg option)")
+    config = make_config(Flags(run_flags))
+    variants = {
+        text: make_config(Flags(with_negatives({**flags, **variant_flags(text)}, args.num_neg)))
+        for text in args.against
+    }
     from coldbrew.perf.bench import run_bench
 
     result = run_bench(

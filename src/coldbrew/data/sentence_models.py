@@ -2,7 +2,7 @@
 folder, read as sentence-transformers would run it.
 
 ``minilm`` is the packaged all-MiniLM-L6-v2 (384-d, the ``[text]`` extra), ``mpnet``
-all-mpnet-base-v2 (768-d, the ``[mpnet]`` extra; see ``mpnet_package``), and anything else a
+all-mpnet-base-v2 (768-d, its slice packages; see ``mpnet_package``), and anything else a
 local folder saved by sentence-transformers. A folder's ``modules.json`` says where the
 transformer is, how its tokens are pooled (``1_Pooling/config.json``) and whether the result is
 L2-normalised (a ``Normalize`` module); ``sentence_bert_config.json`` gives the maximum length.

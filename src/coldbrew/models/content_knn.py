@@ -21,9 +21,9 @@ import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Recommender, Teacher
-from coldbrew.models.content import dense_blocks, new_item_features, normalized_raw_blocks
-from coldbrew.models.warm_teacher import catalogue, register_teacher
+from coldbrew.models.base import Teacher
+from coldbrew.models.content import dense_blocks, normalized_raw_blocks
+from coldbrew.models.teacher import TeacherModel, catalogue
 
 CHUNK = 1024
 
@@ -47,7 +47,7 @@ def neighbor_vectors(
     return torch.cat(rows) if rows else candidate_vectors.new_zeros(0, candidate_vectors.shape[1])
 
 
-class ContentKNN(Recommender):
+class ContentKNN(TeacherModel):
     def __init__(
         self,
         num_users: int,
@@ -60,7 +60,7 @@ class ContentKNN(Recommender):
         neighbors: int = 100,
         temperature: float = 0.05,
     ):
-        super().__init__()
+        super().__init__(num_users, num_items, cold_items, teacher, dim)
         blocks = dense_blocks(features)
         if not blocks:
             raise ColdbrewError(
@@ -69,12 +69,8 @@ class ContentKNN(Recommender):
             )
         self.block_widths = [block.shape[1] for block in blocks.values()]
         self.neighbors, self.temperature = neighbors, temperature
-        register_teacher(self, teacher, num_users, num_items, dim)
         content = F.normalize(torch.cat(list(blocks.values()), dim=1), dim=1)  # (items, F)
         self.register_buffer("content", content, persistent=False)
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
 
     def forward(self, batch):
         raise ColdbrewError("content KNN has nothing to train (ModelSpec.trains is False)")
@@ -100,13 +96,8 @@ class ContentKNN(Recommender):
             self.temperature,
         )
 
-    @torch.no_grad()
-    def encode_items(
-        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """New items from their raw feature vector (the dataset's dense blocks, concatenated)."""
-        features = new_item_features("content KNN", texts, features)
-        blocks = normalized_raw_blocks(features.to(self.content.device), self.block_widths)
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        blocks = normalized_raw_blocks(features, self.block_widths)
         return self.borrow(F.normalize(blocks, dim=1))
 
 

@@ -10,9 +10,10 @@ NeurIPS 2013): regress a collaborative model's item factors from content.
   loss = mean over the step's item occurrences of ‖MLP(content) − backbone item‖², the paper's
   mean-squared-error objective. The paper's convolutional network over audio spectrograms
   becomes this MLP because the content here is tabular (genres, text vectors).
-* Scoring: cold items by the MLP; warm items keep the backbone's embedding. The paper
-  evaluates items whose factors come from content only; peers (ColdRec's DeepMusic) keep the
-  collaborative factors of warm items, as here, since those are what the MLP imitates.
+* Scoring: cold items (and new ones, ``coldbrew recommend --item-vector``) by the MLP; warm
+  items keep the backbone's embedding. The paper evaluates items whose factors come from
+  content only; peers (ColdRec's DeepMusic) keep the collaborative factors of warm items, as
+  here, since those are what the MLP imitates.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.distilled import TeacherStudent, squared_distance
-from coldbrew.models.warm_teacher import catalogue
+from coldbrew.models.teacher import TeacherModel, catalogue, squared_distance
 
 
-class DeepMusic(TeacherStudent):
+class DeepMusic(TeacherModel):
     def __init__(
         self,
         num_users: int,
@@ -53,6 +53,9 @@ class DeepMusic(TeacherStudent):
     def item_embeddings(self) -> torch.Tensor:
         """Warm items by the backbone, cold items by the content MLP."""
         return torch.where(self.cold_mask[:, None], self.encoder(), self.teacher_items)
+
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        return self.encoder.encode_raw(features)
 
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> DeepMusic:

@@ -13,7 +13,8 @@ model's scores, the preference input dropped out so that content alone must carr
 * Input dropout: each distinct item of a step has its preference input zeroed with
   probability ``dropout`` (the paper's 0.5); the paper draws per training pair, here an item's
   draw holds for its pairs of the step (one tower call per distinct item). Cold items are
-  always zeroed, in training and scoring alike, as the paper infers them.
+  always zeroed, in training and scoring alike, as the paper infers them; so are new items
+  (``coldbrew recommend --item-vector``).
 * Loss: mean over the step's sampled pairs (each user's positive and its negatives) of
   ``(f_U(u) · f_V(i) − U_u · V_i)²``, the paper's objective. The paper's batch norm is left
   out (it makes a step depend on its batch's statistics); its deeper towers ([800, 400] in the
@@ -27,11 +28,10 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.distilled import TeacherStudent, pair_scores, score_regression, tower
-from coldbrew.models.warm_teacher import catalogue
+from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue
 
 
-class DropoutNet(TeacherStudent):
+class DropoutNet(TowerStudent):
     def __init__(
         self,
         num_users: int,
@@ -48,33 +48,33 @@ class DropoutNet(TeacherStudent):
         super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
         self.dropout = dropout
         self.content = ContentEncoder(features, num_items, hidden, hidden)
-        self.user_tower = tower(teacher_dim, hidden, dim)
-        self.item_tower = tower(teacher_dim + hidden, hidden, dim)
+        self.user_tower = TanhTower(teacher_dim, hidden, dim)
+        self.item_tower = TanhTower(teacher_dim + hidden, hidden, dim)
 
-    def item_vectors(self, items: torch.Tensor | None, keep: torch.Tensor) -> torch.Tensor:
-        """Item tower outputs ``(n, dim)`` of ``items`` (None: all); ``keep`` ``(n, 1)``: whose
-        preference input is kept."""
-        preference = self.teacher_items if items is None else self.teacher_items[items]
-        inputs = torch.cat([preference * keep, self.content(items)], dim=1)  # (n, d + hidden)
-        return self.item_tower(inputs)
+    def item_vectors(self, preference: torch.Tensor, content: torch.Tensor) -> torch.Tensor:
+        """Item tower outputs ``(n, dim)`` of preference inputs ``(n, d)`` (zero rows: dropped
+        or cold) and content ``(n, hidden)``."""
+        return self.item_tower(torch.cat([preference, content], dim=1))
 
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
         distinct, inverse = self.step_items(items)
-        dropped = torch.rand(len(distinct), 1, device=items.device) < self.dropout
-        keep = ~(dropped | self.cold_mask[distinct, None])  # (n, 1)
-        item_vectors = self.item_vectors(distinct, keep.float())
-        user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
-        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
-        regression = score_regression(predicted, self.teacher_scores(users, items))
+        keep = ~self.content_only(distinct, self.dropout)  # (n, 1)
+        preference = self.teacher_items[distinct] * keep.float()
+        item_vectors = self.item_vectors(preference, self.content(distinct))
+        regression = self.score_regression(users, items, item_vectors, inverse)
         return LossOutput(total=regression, terms={"regression": regression})
-
-    def user_embeddings(self) -> torch.Tensor:
-        return self.user_tower(self.teacher_users)
 
     def item_embeddings(self) -> torch.Tensor:
         """Warm items from preference and content, cold items from content alone."""
-        return self.item_vectors(None, (~self.cold_mask[:, None]).float())
+        warm = (~self.cold_mask[:, None]).float()
+        return self.item_vectors(self.teacher_items * warm, self.content())
+
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        """New items as cold ones: from content alone."""
+        content = self.content.encode_raw(features)  # (n, hidden)
+        no_preference = content.new_zeros(len(content), self.teacher_items.shape[1])
+        return self.item_vectors(no_preference, content)
 
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> DropoutNet:

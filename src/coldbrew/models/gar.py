@@ -54,14 +54,9 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Recommender, Teacher
-from coldbrew.models.content import (
-    ContentEncoder,
-    distinct_items,
-    host_syncs_are_free,
-    new_item_features,
-)
-from coldbrew.models.warm_teacher import TanhTower, catalogue, register_teacher
+from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.models.content import ContentEncoder
+from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue
 
 
 def recommender_loss(
@@ -90,7 +85,7 @@ def generator_loss(
     return adversarial, similarity
 
 
-class GAR(Recommender):
+class GAR(TeacherModel):
     def __init__(
         self,
         num_users: int,
@@ -106,21 +101,16 @@ class GAR(Recommender):
         similarity_weight: float = 0.1,
         reg_weight: float = 0.0,
     ):
-        super().__init__()
+        super().__init__(num_users, num_items, cold_items, teacher, dim)
         self.rank_weight, self.similarity_weight = rank_weight, similarity_weight
         self.reg_weight = reg_weight
-        register_teacher(self, teacher, num_users, num_items, dim)
         self.generator = ContentEncoder(features, num_items, dim, hidden)
         self.user_tower = TanhTower(dim, tower_dim, tower_dim)
         self.item_tower = TanhTower(dim, tower_dim, tower_dim)
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
 
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
-        cpu_path = host_syncs_are_free(items, self.fixed_shapes)
-        distinct, inverse = distinct_items(items, self.teacher_items.shape[0], trim=cpu_path)
+        distinct, inverse = self.step_items(items)
         user_vectors, item_vectors = self.standardized_backbone()
         user_rows = self.user_tower(user_vectors[users])  # (B, T)
         real = item_vectors[distinct]  # (n, D): each distinct item once
@@ -180,14 +170,8 @@ class GAR(Recommender):
         vectors = torch.where(self.cold_mask[:, None], self.generator(), items)
         return self.item_tower(vectors)
 
-    @torch.no_grad()
-    def encode_items(
-        self, *, texts: list[str] | None = None, features: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """New items from their raw feature vector (the dataset's blocks, concatenated)."""
-        features = new_item_features("GAR", texts, features)
-        device = self.teacher_items.device
-        return self.item_tower(self.generator.encode_raw(features.to(device)))
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        return self.item_tower(self.generator.encode_raw(features))
 
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> GAR:

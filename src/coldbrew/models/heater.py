@@ -14,7 +14,8 @@ collaborative backbone through a content transformation that warm items are trai
   content.
 * Randomized training: each distinct warm item of a step enters the item tower as ``C_i``
   instead of ``V_i`` with probability ``randomize``; cold items always do (training and
-  scoring), warm items are scored from ``V_i``.
+  scoring), as new items do (``coldbrew recommend --item-vector``); warm items are scored from
+  ``V_i``.
 * Towers (the paper's final transformation): item ``Linear(hidden)`` → tanh → ``Linear(dim)``
   over ``V_i`` or ``C_i``, user the same over ``U_u``. The public code's batch norm is left
   out.
@@ -31,17 +32,10 @@ from torch import nn
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.distilled import (
-    TeacherStudent,
-    pair_scores,
-    score_regression,
-    squared_distance,
-    tower,
-)
-from coldbrew.models.warm_teacher import catalogue
+from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue, squared_distance
 
 
-class Heater(TeacherStudent):
+class Heater(TowerStudent):
     def __init__(
         self,
         num_users: int,
@@ -63,12 +57,16 @@ class Heater(TeacherStudent):
         self.content = ContentEncoder(features, num_items, hidden, hidden)
         self.experts = nn.Linear(hidden, experts * teacher_dim)  # every expert in one matmul
         self.gate = nn.Linear(hidden, experts)
-        self.user_tower = tower(teacher_dim, hidden, dim)
-        self.item_tower = tower(teacher_dim, hidden, dim)
+        self.user_tower = TanhTower(teacher_dim, hidden, dim)
+        self.item_tower = TanhTower(teacher_dim, hidden, dim)
 
     def content_vectors(self, items: torch.Tensor | None = None) -> torch.Tensor:
         """The mixture of experts ``(n, d)`` over the content of ``items`` (None: all)."""
-        trunk = torch.tanh(self.content(items))  # (n, hidden)
+        return self.mixture(self.content(items))
+
+    def mixture(self, encoded: torch.Tensor) -> torch.Tensor:
+        """The mixture of experts ``(n, d)`` over the content encoder's output ``(n, hidden)``."""
+        trunk = torch.tanh(encoded)  # (n, hidden)
         weights = torch.softmax(self.gate(trunk), dim=1)  # (n, E)
         outputs = self.experts(trunk).view(-1, self.num_experts, self.teacher_dim)  # (n, E, d)
         return torch.bmm(weights.unsqueeze(1), outputs).squeeze(1)  # (n, 1, E) @ (n, E, d)
@@ -78,23 +76,21 @@ class Heater(TeacherStudent):
         distinct, inverse = self.step_items(items)
         content = self.content_vectors(distinct)  # (n, d)
         preference = self.teacher_items[distinct]  # (n, d)
-        swapped = torch.rand(len(distinct), 1, device=items.device) < self.randomize
-        swapped = swapped | self.cold_mask[distinct, None]  # (n, 1)
+        swapped = self.content_only(distinct, self.randomize)  # (n, 1)
         item_vectors = self.item_tower(torch.where(swapped, content, preference))
-        user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
-        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
-        regression = score_regression(predicted, self.teacher_scores(users, items))
+        regression = self.score_regression(users, items, item_vectors, inverse)
         similarity = squared_distance(content[inverse], self.teacher_items[items])
         total = regression + self.similarity_weight * similarity
         return LossOutput(total=total, terms={"regression": regression, "similarity": similarity})
-
-    def user_embeddings(self) -> torch.Tensor:
-        return self.user_tower(self.teacher_users)
 
     def item_embeddings(self) -> torch.Tensor:
         """Warm items from the backbone, cold items from the content transformation."""
         inputs = torch.where(self.cold_mask[:, None], self.content_vectors(), self.teacher_items)
         return self.item_tower(inputs)
+
+    def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:
+        """New items as cold ones: from the content transformation."""
+        return self.item_tower(self.mixture(self.content.encode_raw(features)))
 
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> Heater:

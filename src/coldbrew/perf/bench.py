@@ -91,10 +91,17 @@ def run_bench(
     configuration on the same data), each one's figures and throughput over ``config``'s."""
     from coldbrew.data import load_dataset
     from coldbrew.errors import ColdbrewError
+    from coldbrew.registry import model_spec
     from coldbrew.system.runtime import configure_process, device_name
     from coldbrew.system.timing import peak_memory_bytes, time_repeated
     from coldbrew.training.run import build_trainer
 
+    if what == "train":
+        for model in {config.model} | {variant.model for variant in (variants or {}).values()}:
+            if not model_spec(model).trains:
+                raise ColdbrewError(
+                    f"{model} has nothing to train: bench eval measures its scoring"
+                )
     dataset = load_dataset(
         config.data,
         trust_pickle=config.trust_pickle,

@@ -4,8 +4,9 @@ A sample is one training interaction ``(user, item)``. ``make_batch`` draws ``nu
 negatives for each sample in one call of the device sampler (uniform over the warm items the
 user has no known interaction with) and returns ``Batch(users, items)`` with the positive in
 column 0. Evaluation ranks every candidate item per group (all, warm, cold) through the model
-contract. The monitored metric defaults to validation cold Recall@20 (all when there is no cold
-group), maximised.
+contract. The monitored metric defaults to validation Recall@20 of the model's group
+(``ModelSpec.monitor_group``: cold, warm for BPR-MF; where validation has no such group, all,
+else the group it has), maximised.
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.model import evaluate_model
 from coldbrew.evaluation.protocols import ORIGINAL_INITIAL_BEST
 from coldbrew.models.base import Batch
+from coldbrew.registry import model_spec
 from coldbrew.tasks.base import Metrics, Monitor, Task
 
 
 def default_monitor(
-    dataset: Dataset, ks: Sequence[int], early_stop_metric: str | None, protocol: str = "coldbrew"
+    dataset: Dataset,
+    ks: Sequence[int],
+    early_stop_metric: str | None,
+    protocol: str = "coldbrew",
+    group: str = "cold",
 ) -> Monitor:
-    """``early_stop_metric`` checked against what validation measures, or cold (else all)
-    recall@20 (else the smallest K). Under the original protocol the best starts at 0.0."""
+    """``early_stop_metric`` checked against what validation measures, or ``group``'s (else
+    all) recall@20 (else the smallest K). Under the original protocol the best starts at 0.0."""
     groups = dataset.groups("val")
     if not groups:
         raise ColdbrewError(f"{dataset.name} has no validation split to early-stop on")
@@ -42,7 +48,8 @@ def default_monitor(
         shown = (f"ndcg@{metric.partition('@')[2]}",)  # NDCG at the monitored K
         return Monitor(group, metric, "max", start=start, shown=shown)
     k = 20 if 20 in ks else min(ks)
-    group = "cold" if "cold" in groups else ("all" if "all" in groups else next(iter(groups)))
+    if group not in groups:
+        group = "all" if "all" in groups else next(iter(groups))
     return Monitor(group, f"recall@{k}", "max", shown=(f"ndcg@{k}",))
 
 
@@ -64,6 +71,7 @@ class RecommendationTask(Task):
         num_neg: int,
         ks: Sequence[int] = (10, 20, 50),
         early_stop_metric: str | None = None,
+        monitor_group: str = "cold",
         eval_chunk_elements: int | None = None,
         compile_sampler: bool = False,
         protocol: str = "coldbrew",
@@ -75,7 +83,9 @@ class RecommendationTask(Task):
         self.num_neg, self.ks, self.eval_chunk_elements = num_neg, list(ks), eval_chunk_elements
         self.protocol, self.distinct_negatives = protocol, distinct_negatives
         self.cold_candidates = cold_candidates
-        self.monitor = default_monitor(dataset, self.ks, early_stop_metric, protocol)
+        self.monitor = default_monitor(
+            dataset, self.ks, early_stop_metric, protocol, group=monitor_group
+        )
         self.compile_sampler = compile_sampler
         self.fixed_shapes = fixed_shapes  # the GPU's step on any device: the rank sampler
         self.shard = None  # (rank, world, sum): evaluate this rank's users, add up the totals
@@ -127,6 +137,7 @@ class RecommendationTask(Task):
             num_neg=num_neg,
             ks=config.resolved_ks(),
             early_stop_metric=config.early_stop_metric,
+            monitor_group=model_spec(config.model).monitor_group,
             eval_chunk_elements=config.eval_chunk_elements,
             compile_sampler=config.compile,
             protocol=config.protocol,

@@ -1,0 +1,28 @@
+"""The teacher models' shared base (``coldbrew.models.teacher``): what no single model's test
+covers."""
+
+from __future__ import annotations
+
+import torch
+
+from coldbrew.models.dropoutnet import DropoutNet
+from coldbrew.models.heater import Heater
+from zoo_support import COLD, FEATURES, TEACHER
+
+
+def test_a_tower_saved_as_the_old_sequential_loads_into_the_shared_tower():
+    # DropoutNet and Heater saved their towers as nn.Sequential(Linear, Tanh, Linear): keys
+    # "user_tower.0.weight", "user_tower.2.bias" ...; such a checkpoint still loads
+    for model in (DropoutNet, Heater):
+        torch.manual_seed(0)
+        trained = model(2, 3, FEATURES, COLD, TEACHER, teacher_dim=2, dim=2, hidden=2)
+        old_keys = {
+            key.replace("tower.layer1.", "tower.0.").replace("tower.layer2.", "tower.2."): value
+            for key, value in trained.state_dict().items()
+        }
+        assert "user_tower.0.weight" in old_keys and "item_tower.2.bias" in old_keys
+        torch.manual_seed(1)
+        rebuilt = model(2, 3, FEATURES, COLD, None, teacher_dim=2, dim=2, hidden=2)
+        rebuilt.load_state_dict(old_keys)
+        users = torch.tensor([0, 1])
+        torch.testing.assert_close(rebuilt.score_users(users), trained.score_users(users))
