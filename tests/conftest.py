@@ -42,3 +42,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """COLDBREW_CACHE in this test's own folder: nothing read from, or left in, the user's cache.
+    Modules that want it for every test say ``pytestmark = pytest.mark.usefixtures(...)``."""
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory) -> str:
+    """The folder of a tiny random GPT-2 and its tokenizer (lm_support.tiny_gpt2), per module."""
+    from lm_support import tiny_gpt2
+
+    return str(tiny_gpt2(tmp_path_factory.mktemp("gpt2")))

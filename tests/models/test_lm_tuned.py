@@ -12,20 +12,13 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build
 from coldbrew.models.lm.tuned import check_states_fit, states_bytes
-from lm_support import fixed_batch, tiny_dataset, tiny_gpt2
+from lm_support import fixed_batch, tiny_dataset
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 
-@pytest.fixture(scope="module")
-def gpt2(tmp_path_factory):
-    return str(tiny_gpt2(tmp_path_factory.mktemp("gpt2")))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def make(gpt2: str, rows_per_step: int | None = None, **options):
@@ -175,24 +168,13 @@ def test_a_new_item_goes_through_the_fine_tuned_layers(gpt2):
 def test_a_killed_run_resumes_to_the_same_result_and_saves_adapters_only(gpt2, tmp_path):
     from coldbrew.training.checkpoint import load_checkpoint
     from coldbrew.training.run import train
+    from resume_support import killed_and_resumed
 
     options = {"model": "lm", "backbone": gpt2, "lm_mode": "tune", "lora": "4,8"}
     options |= {"tune_items": 3, "dim": 8, "hidden": 16, "num_neg": 2, "batch_size": 4}
     options |= {"epochs": 3, "lr": 0.02, "quiet": True, "device": "cpu", "seed": 2}
     straight = train(make_config(options), tmp_path / "straight", dataset=tiny_dataset())
-
-    def kill_after_first_epoch(state):
-        if state.epoch == 1:
-            raise KeyboardInterrupt  # the process dies right after epoch 1's checkpoint
-
-    with pytest.raises(KeyboardInterrupt):
-        train(
-            make_config(options),
-            tmp_path / "killed",
-            dataset=tiny_dataset(),
-            on_epoch_end=kill_after_first_epoch,
-        )
-    resumed = train(make_config(options), tmp_path / "killed", dataset=tiny_dataset(), resume=True)
+    resumed = killed_and_resumed(options, tmp_path / "killed", tiny_dataset(), after_epoch=1)
     assert resumed["metrics"] == straight["metrics"]
     assert [entry["losses"] for entry in resumed["history"]] == [
         entry["losses"] for entry in straight["history"]

@@ -33,9 +33,7 @@ def planted() -> tuple[Dataset, np.ndarray]:
     return dataset, held
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def options(**values) -> TeacherOptions:

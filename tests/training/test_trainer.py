@@ -15,6 +15,7 @@ from coldbrew.system.runtime import Runtime
 from coldbrew.training.run import build_trainer, train
 from coldbrew.training.run_evaluation import evaluate_run
 from coldbrew.training.trainer import NonFiniteLoss
+from resume_support import killed_and_resumed
 
 FAST = {
     "data": "synthetic:small",
@@ -50,20 +51,7 @@ def test_training_beats_random_on_cold_items(dataset, tmp_path):
 
 def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path, one_thread):
     straight = train(make_config(FAST), tmp_path / "straight", dataset=dataset)
-
-    def kill_after_second_epoch(state):
-        if state.epoch == 2:
-            raise KeyboardInterrupt  # the process dies right after epoch 2's checkpoint
-
-    with pytest.raises(KeyboardInterrupt):
-        train(
-            make_config(FAST),
-            tmp_path / "killed",
-            dataset=dataset,
-            on_epoch_end=kill_after_second_epoch,
-        )
-    assert not (tmp_path / "killed" / "results.json").exists()
-    resumed = train(make_config(FAST), tmp_path / "killed", dataset=dataset, resume=True)
+    resumed = killed_and_resumed(FAST, tmp_path / "killed", dataset, after_epoch=2)
     assert resumed["epochs_run"] == 4
     assert resumed["metrics"] == straight["metrics"]
     for mine, theirs in zip(resumed["history"], straight["history"], strict=True):
