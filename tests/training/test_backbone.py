@@ -84,7 +84,7 @@ def test_another_seed_option_or_dataset_trains_again(monkeypatch):
 def test_a_damaged_cache_file_is_trained_again(monkeypatch, tmp_path):
     dataset, _ = planted()
     first = collaborative_teacher(dataset, options(), 1, progress=False)
-    (path,) = (tmp_path / "backbones").iterdir()
+    (path,) = (tmp_path / "cache" / "backbones").iterdir()
     path.write_bytes(b"not a tensor file")
     calls = count_training(monkeypatch)
     again = collaborative_teacher(dataset, options(), 1, progress=False)
