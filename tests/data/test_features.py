@@ -215,7 +215,7 @@ def test_write_cache_failure_is_logged_not_raised(tmp_path, caplog):
     blocker.write_text("a file where the cache folder should be")
     with warnings.catch_warnings(), caplog.at_level("WARNING", logger="coldbrew"):
         warnings.simplefilter("error")  # the "coldbrew" logger, which the CLI can silence
-        text_encoder._write_cache(blocker / "x.npy", torch.zeros(1, 384))
+        text_encoder.write_cached(blocker / "x.npy", torch.zeros(1, 384))
     assert [record.name for record in caplog.records] == ["coldbrew.data.text_encoder"]
     assert (
         caplog.records[0].getMessage().startswith(f"could not cache text embeddings in {blocker}")
@@ -228,3 +228,15 @@ def test_genre_multi_hot_with_a_fixed_vocabulary_keeps_empty_columns():
     assert vocabulary == ["Action", "War"] and matrix.tolist() == [[0, 1]]
     with pytest.raises(DataError, match=r"\['Horror'\] not in the vocabulary"):
         genre_multi_hot([["Horror"]], vocabulary=["War"])
+
+
+def test_a_cached_array_of_another_shape_or_type_reads_as_missing(tmp_path):
+    path = tmp_path / "x.npy"
+    text_encoder.write_cached(path, torch.ones(2, 3))
+    assert torch.equal(text_encoder.read_cached(path, (2, None)), torch.ones(2, 3))
+    assert torch.equal(text_encoder.read_cached(path, (2, 3)), torch.ones(2, 3))
+    assert text_encoder.read_cached(path, (3, None)) is None
+    assert text_encoder.read_cached(path, (2, 3, 1)) is None
+    np.save(path, np.ones((2, 3)))  # float64
+    assert text_encoder.read_cached(path, (2, 3)) is None
+    assert text_encoder.read_cached(tmp_path / "absent.npy", (2, 3)) is None

@@ -187,3 +187,40 @@ def test_a_killed_run_resumes_to_the_same_result_and_saves_adapters_only(gpt2, t
     ]
     assert resumed["config"]["lm"]["lm_mode"] == "tune"
     assert resumed["config"]["lm"]["backbone"] == gpt2
+
+
+def test_a_second_build_reads_the_held_states_from_disk(gpt2, monkeypatch, tmp_path):
+    from coldbrew.models.lm.backbone import TextBackbone
+
+    first = make(gpt2)
+    (cached,) = (tmp_path / "cache" / "states").iterdir()
+    calls: list[int] = []
+    lower = TextBackbone.lower
+
+    def counted(self, ids, mask):
+        calls.append(ids.shape[0])
+        return lower(self, ids, mask)
+
+    monkeypatch.setattr(TextBackbone, "lower", counted)
+    again = make(gpt2)
+    assert calls == []  # read back, not computed
+    assert torch.equal(again.tuned.item_states, first.tuned.item_states)
+    first.eval(), again.eval()  # no ID dropout
+    torch.testing.assert_close(again.item_embeddings(), first.item_embeddings())
+    cached.write_bytes(b"not an array")  # damaged: computed again, the same, and rewritten
+    mended = make(gpt2)
+    assert sum(calls) == len(first.tuned.item_lengths)
+    assert torch.equal(mended.tuned.item_states, first.tuned.item_states)
+    assert cached.stat().st_size > len(b"not an array")
+
+
+def test_the_states_cache_key_names_backbone_split_and_tokens():
+    from coldbrew.models.lm.tuned import states_cache_file
+
+    ids, lengths = torch.tensor([[5, 6, 0], [7, 8, 9]]), torch.tensor([2, 3])
+    key = states_cache_file("backbone@1", 2, ids, lengths)
+    assert key == states_cache_file("backbone@1", 2, ids.clone(), lengths.clone())
+    assert key != states_cache_file("backbone@2", 2, ids, lengths)  # other files
+    assert key != states_cache_file("backbone@1", 1, ids, lengths)  # another split
+    assert key != states_cache_file("backbone@1", 2, ids[:, :2], lengths.clamp(max=2))  # shorter
+    assert key != states_cache_file("backbone@1", 2, ids.flip(0), lengths.flip(0))  # order

@@ -69,7 +69,7 @@ def encode_texts(
     encoder_id = encoder_key(backbone, pooling, normalize, max_length)
     cache_file = _cache_file(texts, cache, encoder_id)
     if cache_file is not None:
-        cached = _read_cache(cache_file, len(texts))
+        cached = read_cached(cache_file, (len(texts), None))
         if cached is not None:
             return cached
     if loaded is None:
@@ -88,7 +88,7 @@ def encode_texts(
         progress=progress,
     )
     if cache_file is not None:
-        _write_cache(cache_file, embeddings)
+        write_cached(cache_file, embeddings)
     return embeddings
 
 
@@ -161,32 +161,37 @@ def _cache_file(
     return Path(cache) / f"{digest.hexdigest()}.npy"
 
 
-def _read_cache(path: Path, count: int) -> torch.Tensor | None:
-    """The cached embeddings, or ``None`` when absent or unreadable (then they are recomputed)."""
+def read_cached(path: Path, shape: tuple[int | None, ...]) -> torch.Tensor | None:
+    """A float32 array cached at ``path`` whose shape matches ``shape`` (None: any size there),
+    or ``None`` when absent, unreadable or of another shape (the caller recomputes it)."""
     if not path.is_file():
         return None
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError):
         return None
-    if array.ndim != 2 or array.shape[0] != count or array.dtype != np.float32:
+    if array.dtype != np.float32 or array.ndim != len(shape):
+        return None
+    pairs = zip(array.shape, shape, strict=True)  # as many dimensions: checked above
+    if any(want is not None and have != want for have, want in pairs):
         return None
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
-def _write_cache(path: Path, embeddings: torch.Tensor) -> None:
-    """Write to a temporary file beside ``path`` and rename, so readers never see half a file."""
+def write_cached(path: Path, array: torch.Tensor, what: str = "text embeddings") -> None:
+    """``array`` (``what`` it holds) into the cache at ``path``: written beside it and renamed,
+    so readers never see half a file; a failure (read-only or full disk) is logged, not raised."""
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
         with os.fdopen(handle, "wb") as file:
-            np.save(file, embeddings.numpy())
+            np.save(file, array.numpy())
         os.chmod(temporary, 0o644)  # mkstemp makes it private; a cache is plain data
         os.replace(temporary, path)
         temporary = None
     except OSError as error:  # a read-only cache must not stop the load
-        LOGGER.warning("could not cache text embeddings in %s: %s", path.parent, error)
+        LOGGER.warning("could not cache %s in %s: %s", what, path.parent, error)
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)

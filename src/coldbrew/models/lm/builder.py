@@ -7,8 +7,8 @@ and the texts' hash, so a second build with the same backbone and texts never lo
 in cache mode. Dynamic mode always loads it (it runs in the step); on a cache miss that one
 loaded copy also embeds the catalogue, before any adapter is added. Tune mode loads it too, and
 its item vectors come from its own split pass (``TunedText``): the lower layers' states are
-computed at every build (they are not cached on disk), the users' history from the first
-vectors, which are the frozen backbone's (LoRA starts at zero).
+computed once per backbone, texts and split and cached on disk, the users' history from the
+first vectors, which are the frozen backbone's (LoRA starts at zero).
 """
 
 from __future__ import annotations
