@@ -26,3 +26,23 @@ def test_a_tower_saved_as_the_old_sequential_loads_into_the_shared_tower():
         rebuilt.load_state_dict(old_keys)
         users = torch.tensor([0, 1])
         torch.testing.assert_close(rebuilt.score_users(users), trained.score_users(users))
+
+
+def test_the_occurrence_weighted_distance_equals_the_mean_over_gathered_rows():
+    from coldbrew.models.teacher import occurrence_distance
+
+    torch.manual_seed(0)
+    predicted = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    target = torch.randn(6, 4, dtype=torch.float64)
+    inverse = torch.tensor([[0, 2, 2, 4], [4, 4, 1, 0], [2, 0, 0, 0]])  # rows 3 and 5: padding
+    fast = occurrence_distance(predicted, target, inverse)
+    (fast_grad,) = torch.autograd.grad(fast, predicted)
+    plain = (predicted[inverse] - target[inverse]).square().sum(-1).mean()  # (3, 4, 4) gathered
+    (plain_grad,) = torch.autograd.grad(plain, predicted)
+    torch.testing.assert_close(fast, plain)
+    torch.testing.assert_close(fast_grad, plain_grad)
+    assert fast_grad[3].abs().sum() == 0 and fast_grad[5].abs().sum() == 0
+    by_hand = sum(
+        float(((predicted[row] - target[row]) ** 2).sum()) for row in inverse.flatten().tolist()
+    )
+    assert abs(float(fast) - by_hand / 12) < 1e-12

@@ -20,6 +20,7 @@ from torch import nn
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Recommender, Teacher
 from coldbrew.models.content import distinct_items, host_syncs_are_free, new_item_features
+from coldbrew.models.gather_dot import sampled_scores
 
 
 def catalogue(dataset) -> tuple:
@@ -72,7 +73,17 @@ class TeacherModel(Recommender):
 
     def teacher_scores(self, users: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
         """The backbone's scores ``(B, 1 + K)`` of ``users`` ``(B,)`` for ``items``."""
-        return pair_scores(self.teacher_users[users], self.teacher_items, items)
+        return self.pair_scores(self.teacher_users[users], self.teacher_items, items)
+
+    def pair_scores(
+        self, user_vectors: torch.Tensor, item_vectors: torch.Tensor, rows: torch.Tensor
+    ) -> torch.Tensor:
+        """``user_vectors[b] · item_vectors[rows[b, k]]`` ``(B, 1 + K)``: users ``(B, D)``,
+        items ``(n, D)``, ``rows`` ``(B, 1 + K)`` into the items. On the CPU the fused gather
+        and product (``gather_dot``: 1.10–1.20× Heater's and DropoutNet's step, BENCHMARKS.md),
+        else gathered rows and a batched product."""
+        fused = host_syncs_are_free(rows, self.fixed_shapes)
+        return sampled_scores(user_vectors, item_vectors, rows, fused=fused)
 
     def content_only(self, distinct: torch.Tensor, probability: float) -> torch.Tensor:
         """Which of a step's distinct items ``(n,)`` are read from their content alone,
@@ -114,25 +125,26 @@ class TowerStudent(TeacherModel):
         ``(B,)``, ``items`` ``(B, 1 + K)``, the item tower's ``item_vectors`` ``(n, dim)`` of
         the step's distinct items and each entry's row among them, ``inverse`` ``(B, 1 + K)``."""
         user_vectors = self.user_tower(self.teacher_users[users])  # (B, dim)
-        predicted = pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
+        predicted = self.pair_scores(user_vectors, item_vectors, inverse)  # (B, 1 + K)
         return (predicted - self.teacher_scores(users, items)).square().mean()
 
     def user_embeddings(self) -> torch.Tensor:
         return self.user_tower(self.teacher_users)
 
 
-def pair_scores(
-    user_vectors: torch.Tensor, item_vectors: torch.Tensor, rows: torch.Tensor
+def occurrence_distance(
+    predicted: torch.Tensor, target: torch.Tensor, inverse: torch.Tensor
 ) -> torch.Tensor:
-    """``user_vectors[b] · item_vectors[rows[b, k]]`` ``(B, 1 + K)``: user ``(B, D)``, items
-    ``(n, D)``, rows ``(B, 1 + K)`` into the items."""
-    picked = F.embedding(rows, item_vectors)  # (B, 1 + K, D)
-    return torch.bmm(picked, user_vectors.unsqueeze(2)).squeeze(2)
-
-
-def squared_distance(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of ``‖predicted − target‖²`` (rows ``(..., D)``)."""
-    return (predicted - target).square().sum(-1).mean()
+    """Mean over a step's item occurrences of ``‖predicted − target‖²``: ``predicted`` and
+    ``target`` ``(n, D)`` rows of the step's distinct items, ``inverse`` ``(B, 1 + K)`` each
+    occurrence's row. Each distinct row's distance once, weighted by its occurrences (rows that
+    occur nowhere, such as the GPU path's padding, weigh 0): the mean over the gathered
+    ``(B, 1 + K, D)`` rows without gathering them."""
+    flat = inverse.reshape(-1)
+    ones = torch.ones(flat.shape, dtype=predicted.dtype, device=predicted.device)
+    counts = torch.zeros(len(predicted), dtype=predicted.dtype, device=predicted.device)
+    counts.index_add_(0, flat, ones)  # (n,) occurrences of each row
+    return (counts * (predicted - target).square().sum(-1)).sum() / flat.numel()
 
 
 class TanhTower(nn.Module):
