@@ -2,7 +2,9 @@
 """The teacher models' step before and after the change that weighs distinct rows by their
 occurrences (Heater, DeepMusic) and fuses the pair scores on the CPU (Heater, DropoutNet): one
 trainer runs the code as it was (its forward and pair scores, copied below), the other the
-code as it is; calls in turn in one process, medians of the step's wall time.
+code as it is. First one batch through both with the same weights (the relative differences
+of loss and gradients printed), then calls in turn in one process, medians of the step's wall
+time.
 
     COLDBREW_DATA=../shared/data python benchmarks/teacher_step_before_after.py mpnet heater 100
 """
@@ -70,6 +72,32 @@ m = tr_old.model
 if model_name in BEFORE:
     m.forward = types.MethodType(BEFORE[model_name], m)
 m.pair_scores = types.MethodType(pair_scores_before, m)
+
+
+def loss_and_grads(model, batch):
+    model.zero_grad()
+    torch.manual_seed(5)  # the same random swaps / dropouts in both
+    loss = model(batch).total
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return loss.detach(), grads
+
+
+# first, the same weights and batch through both codes: equal up to float rounding
+tr_old.model.load_state_dict(tr_new.model.state_dict())
+torch.manual_seed(0)
+batch = tr_new.task.make_batch(torch.arange(config.batch_size))
+loss_new, grads_new = loss_and_grads(tr_new.model, batch)
+loss_old, grads_old = loss_and_grads(m, batch)
+worst = max(
+    float((grads_new[k] - grads_old[k]).abs().max() / grads_old[k].abs().max().clamp_min(1e-30))
+    for k in grads_old
+)
+print(
+    f"{model_name} {enc}: one batch, relative difference of the loss "
+    f"{abs(float(loss_new - loss_old)) / abs(float(loss_old)):.1e}, of the gradients at most "
+    f"{worst:.1e}"
+)
 new, _ = measured_call("train", tr_new, config, ds.num_users)
 old, _ = measured_call("train", tr_old, config, ds.num_users)
 for _ in range(5):
