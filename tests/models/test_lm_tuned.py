@@ -193,17 +193,27 @@ def test_a_second_build_reads_the_held_states_from_disk(gpt2, monkeypatch, tmp_p
     from coldbrew.models.lm.backbone import TextBackbone
 
     first = make(gpt2)
-    (cached,) = (tmp_path / "cache" / "states").iterdir()
+    files = sorted((tmp_path / "cache" / "states").iterdir(), key=lambda path: len(path.name))
+    cached, first_table = files  # "<key>.npy", "<key>-<pooling>-first.npy"
+    assert first_table.name == f"{cached.stem}-{first.tuned.backbone.pooling}-first.npy"
     calls: list[int] = []
-    lower = TextBackbone.lower
+    upper_calls: list[int] = []
+    lower, upper = TextBackbone.lower, TextBackbone.upper
 
     def counted(self, ids, mask):
         calls.append(ids.shape[0])
         return lower(self, ids, mask)
 
+    def counted_upper(self, states, mask):
+        upper_calls.append(states.shape[0])
+        return upper(self, states, mask)
+
     monkeypatch.setattr(TextBackbone, "lower", counted)
+    monkeypatch.setattr(TextBackbone, "upper", counted_upper)
     again = make(gpt2)
-    assert calls == []  # read back, not computed
+    assert calls == [] and upper_calls == []  # read back, not computed: no pass at all
+    assert torch.equal(again.tuned.vectors, first.tuned.vectors) and not again.tuned.stale
+    torch.testing.assert_close(again.user_features, first.user_features)
     assert torch.equal(again.tuned.item_states, first.tuned.item_states)
     first.eval(), again.eval()  # no ID dropout
     torch.testing.assert_close(again.item_embeddings(), first.item_embeddings())
@@ -224,3 +234,16 @@ def test_the_states_cache_key_names_backbone_split_and_tokens():
     assert key != states_cache_file("backbone@1", 1, ids, lengths)  # another split
     assert key != states_cache_file("backbone@1", 2, ids[:, :2], lengths.clamp(max=2))  # shorter
     assert key != states_cache_file("backbone@1", 2, ids.flip(0), lengths.flip(0))  # order
+
+
+def test_first_vectors_run_the_layers_once_adapters_are_trained(gpt2):
+    model = make(gpt2)  # writes the first table
+    tuned = model.tuned
+    frozen = tuned.first_vectors()  # read back
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(std=0.5)  # as if trained: the cached table is not theirs
+    trained = tuned.first_vectors()
+    torch.testing.assert_close(trained, tuned.all_vectors())
+    assert not torch.allclose(trained, frozen, atol=1e-3)

@@ -8,7 +8,7 @@ in cache mode. Dynamic mode always loads it (it runs in the step); on a cache mi
 loaded copy also embeds the catalogue, before any adapter is added. Tune mode loads it too, and
 its item vectors come from its own split pass (``TunedText``): the lower layers' states are
 computed once per backbone, texts and split and cached on disk, the users' history from the
-first vectors, which are the frozen backbone's (LoRA starts at zero).
+first vectors, which are the frozen backbone's (LoRA starts at zero; cached beside them).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def build(
     # the build on fake tensors (the vectors are then held like any loaded data)
     with unset_fake_temporarily():
         # tune mode: its first vectors, the frozen backbone's (the adapters start at zero)
-        item_text = tuned.all_vectors() if tuned is not None else embed(item_texts)
+        item_text = tuned.first_vectors() if tuned is not None else embed(item_texts)
         user_parts = [user_history(dataset.train, item_text)]
         if dataset.user_text is not None:
             user_parts.append(embed(list(dataset.user_text)))

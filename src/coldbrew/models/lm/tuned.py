@@ -3,10 +3,12 @@
 Built once: every item's text runs through the backbone's frozen lower layers (in batches of
 similar length, with a progress bar) and the states entering the first tuned layer are held,
 ``(N, T, width)`` float32, after checking that they fit in the RAM available (a clear error
-otherwise, naming the levers). They are kept on disk too (``states_cache_file``: 0.59 GiB for
-ml-1m-coldstart at 128 MiniLM tokens), so a later build on the same backbone, texts and split
-(another seed, ``coldbrew recommend`` on the run) reads them back instead. Then the top layers run over every item once to fill
-``vectors``, the table of current item text vectors.
+otherwise, naming the levers). Then the top layers run over every item once to fill
+``vectors``, the table of current item text vectors (``first_vectors``: the frozen backbone's,
+as the adapters start at zero). Both are kept on disk (``states_cache_file``: 0.59 GiB of
+states for ml-1m-coldstart at 128 MiniLM tokens), so a later build on the same backbone, texts
+and split (another seed, ``coldbrew recommend`` on the run) reads them back and runs no pass
+over the catalogue.
 
 A training step gets the text vectors of its ``n`` distinct items: ``m`` of them, drawn
 uniformly at random, run through the tuned top layers with gradients, and their fresh vectors
@@ -105,26 +107,51 @@ class TunedText(nn.Module):
             available_bytes = host_memory()["available_bytes"]
         check_states_fit(len(lengths), tokens, width, available_bytes)
         self.register_buffer("item_lengths", lengths, persistent=False)
-        states = self._held_states(token_ids[:, :tokens], lengths, progress, cache)
+        token_ids = token_ids[:, :tokens]
+        self.cache_file = (
+            states_cache_file(backbone.identity, backbone.split, token_ids, lengths)
+            if cache
+            else None
+        )
+        states = self._held_states(token_ids, lengths, progress)
         self.register_buffer("item_states", states, persistent=False)  # (N, T, width)
         self.register_buffer("vectors", torch.empty(len(lengths), width), persistent=False)
         self.stale = True  # the table is filled on first read
         self.register_load_state_dict_post_hook(_mark_stale)
 
     def _held_states(
-        self, token_ids: torch.Tensor, lengths: torch.Tensor, progress: bool, cache: bool
+        self, token_ids: torch.Tensor, lengths: torch.Tensor, progress: bool
     ) -> torch.Tensor:
         """The lower layers' states: read from the disk cache when they are there, else computed
-        (and written there when ``cache``)."""
-        if not cache:
+        (and written there when caching)."""
+        if self.cache_file is None:
             return self._lower_states(token_ids, lengths, progress)
-        path = states_cache_file(self.backbone.identity, self.backbone.split, token_ids, lengths)
         shape = (len(lengths), token_ids.shape[1], self.backbone.width)
-        states = read_cached(path, shape)
+        states = read_cached(self.cache_file, shape)
         if states is None:
             states = self._lower_states(token_ids, lengths, progress)
-            write_cached(path, states, what="tune mode's held states")
+            write_cached(self.cache_file, states, what="tune mode's held states")
         return states
+
+    def first_vectors(self) -> torch.Tensor:
+        """The table before any training: with the adapters still at zero, the frozen
+        backbone's vectors ``(N, width)``, which the users' history is made of. Cached on disk
+        beside the states (by pooling too), so a second build runs no pass over the catalogue;
+        adapters that are not zero (already trained) are always run."""
+        adapters = [p for name, p in self.named_parameters() if "lora_B" in name]
+        path = None
+        if self.cache_file is not None and all(not p.any() for p in adapters):
+            stem = f"{self.cache_file.stem}-{self.backbone.pooling}-first"
+            path = self.cache_file.with_name(f"{stem}.npy")
+            cached = read_cached(path, tuple(self.vectors.shape))
+            if cached is not None:
+                self.vectors.copy_(cached)
+                self.stale = False
+                return cached
+        vectors = self.all_vectors()
+        if path is not None:
+            write_cached(path, vectors, what="tune mode's first vectors")
+        return vectors
 
     def _lower_states(
         self, token_ids: torch.Tensor, lengths: torch.Tensor, progress: bool
