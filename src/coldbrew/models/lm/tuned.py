@@ -93,7 +93,8 @@ class TunedText(nn.Module):
     ):
         """``token_ids (N, T)`` and ``lengths (N,)``: the catalogue, tokenized. ``rows_per_step``:
         the rows ``tune_items`` is counted per (None: per call, whatever its rows). ``cache``:
-        keep the lower layers' states on disk (``states_cache_file``) and read them back."""
+        keep the lower layers' states (``states_cache_file``) and the first table on disk and
+        read them back."""
         super().__init__()
         if backbone.split is None:
             raise ColdbrewError("TunedText needs a backbone cut in two (tune_layers)")
