@@ -23,7 +23,7 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TeacherModel, catalogue, occurrence_distance
+from coldbrew.models.teacher import TeacherModel, catalogue, occurrence_mean
 
 
 class DeepMusic(TeacherModel):
@@ -44,7 +44,8 @@ class DeepMusic(TeacherModel):
     def forward(self, batch: Batch) -> LossOutput:
         distinct, inverse = self.step_items(batch.items)  # (n,), (B, 1 + K)
         predicted = self.encoder(distinct)  # (n, d): each distinct item once
-        regression = occurrence_distance(predicted, self.teacher_items[distinct], inverse)
+        distance = (predicted - self.teacher_items[distinct]).square().sum(-1)  # (n,)
+        regression = occurrence_mean(distance, inverse)
         return LossOutput(total=regression, terms={"regression": regression})
 
     def user_embeddings(self) -> torch.Tensor:

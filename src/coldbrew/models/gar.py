@@ -56,7 +56,7 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue
+from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue, occurrence_mean
 
 
 def recommender_loss(
@@ -114,8 +114,8 @@ class GAR(TeacherModel):
         user_vectors, item_vectors = self.standardized_backbone()
         user_rows = self.user_tower(user_vectors[users])  # (B, T)
         real = item_vectors[distinct]  # (n, D): each distinct item once
-        item_rows = self.item_tower(real)[inverse]  # (B, 1 + K, T)
-        real_scores = (item_rows * user_rows[:, None]).sum(-1)  # (B, 1 + K)
+        item_rows = self.item_tower(real)  # (n, T)
+        real_scores = self.pair_scores(user_rows, item_rows, inverse)  # (B, 1 + K)
         generated = self.generator(distinct)  # (n, D): the same items from their content
         positive = inverse[:, 0]  # (B,) rows of the positives among the distinct items
         # the recommender's turn: the generated vectors are fixed inputs
@@ -135,7 +135,8 @@ class GAR(TeacherModel):
         generator = (1 - self.similarity_weight) * adversarial + self.similarity_weight * similarity
         # the towers' outputs kept small: a recommender free to grow its scores outruns the
         # generator (the authors' code puts an L2 penalty on every tower weight instead)
-        regularizer = (user_rows.square().sum(-1).mean() + item_rows.square().sum(-1).mean()) / 2
+        item_norms = occurrence_mean(item_rows.square().sum(-1), inverse)  # over occurrences
+        regularizer = (user_rows.square().sum(-1).mean() + item_norms) / 2
         terms = {
             "recommender": recommender,
             "adversarial": adversarial,

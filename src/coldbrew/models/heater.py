@@ -32,7 +32,7 @@ from torch import nn
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import Batch, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue, occurrence_distance
+from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue, occurrence_mean
 
 
 class Heater(TowerStudent):
@@ -79,7 +79,7 @@ class Heater(TowerStudent):
         swapped = self.content_only(distinct, self.randomize)  # (n, 1)
         item_vectors = self.item_tower(torch.where(swapped, content, preference))
         regression = self.score_regression(users, items, item_vectors, inverse)
-        similarity = occurrence_distance(content, preference, inverse)
+        similarity = occurrence_mean((content - preference).square().sum(-1), inverse)
         total = regression + self.similarity_weight * similarity
         return LossOutput(total=total, terms={"regression": regression, "similarity": similarity})
 
