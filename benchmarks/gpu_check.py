@@ -161,9 +161,12 @@ def child_env(plan: dict) -> dict:
 def meta(plan: dict) -> dict:
     import torch
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    try:  # the device gets a copy of the working tree, perhaps without git or .git
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        commit = ""
     cuda = torch.cuda.is_available()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

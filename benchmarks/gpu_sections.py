@@ -159,6 +159,9 @@ def sync_free(plan: dict, given: dict, record: Record) -> None:
 
     cuda = torch.cuda.is_available()
     record("cuda", cuda)
+    fastest = (given.get("clcrec_sweep") or {}).get("fastest")  # a batch known to fit
+    batch = fastest["batch_size"] if fastest else plan["profile_batch"]
+    record("batch_size", batch)
     dataset = load_dataset(plan["clcrec_data"], features=[])
     dataset.features = random_features(dataset.num_items, plan["feature_dims"], 1)
     headline = []
@@ -167,7 +170,7 @@ def sync_free(plan: dict, given: dict, record: Record) -> None:
         configurations.append((plan["precisions"][-1], True))
     for precision, compile in configurations:
         name = f"{precision}{' compile' if compile else ''}"
-        config = clcrec_config(plan, plan["batches"][-1], precision, compile)
+        config = clcrec_config(plan, batch, precision, compile)
         trainer = build_trainer(config, dataset)
         draw = random_samples(trainer, config.batch_size, config.seed)
         natural_steps(trainer, draw, 3, count_syncs=False)  # warm-up, compile
@@ -193,12 +196,20 @@ def sync_free(plan: dict, given: dict, record: Record) -> None:
     record("headline", "syncs/step: " + ", ".join(headline))
 
 
-def one_run(config, root: Path, name: str) -> dict:
-    """``coldbrew.training.run.train`` to its end; what it found, and its wall time."""
+def one_run(config, root: Path, name: str, record: Record) -> dict:
+    """``coldbrew.training.run.train`` to its end; what it found, and its wall time. Each
+    epoch's end is recorded under ``name`` as it comes, so a run stopped at the section's time
+    box still shows how far it got."""
     from coldbrew.training.run import train
 
     started = time.perf_counter()
-    results = train(config, root / name)
+
+    def progress(state) -> None:
+        seconds = time.perf_counter() - started
+        done = {"epochs_done": state.epoch, "best_epoch": state.best_epoch, "wall_seconds": seconds}
+        record(name, {"unfinished": True, **done, "train_seconds": state.train_seconds})
+
+    results = train(config, root / name, on_epoch_end=progress)
     val = results["metrics"].get("val", {})
     return {
         "wall_seconds": time.perf_counter() - started,
@@ -222,7 +233,9 @@ def ml1m_settings(plan: dict, model: str) -> dict:
 def ml1m_clcrec(plan: dict, given: dict, record: Record) -> None:
     """CLCRec's whole run on ml-1m-coldstart (genre features) to its early stop."""
     with tempfile.TemporaryDirectory() as folder:
-        run = one_run(config_for(plan, **ml1m_settings(plan, "clcrec")), Path(folder), "clcrec")
+        run = one_run(
+            config_for(plan, **ml1m_settings(plan, "clcrec")), Path(folder), "run", record
+        )
     record("run", run)
     record(
         "headline",
@@ -241,7 +254,9 @@ def zoo(plan: dict, given: dict, record: Record) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for model in plan["zoo"]:
             try:
-                run = one_run(config_for(plan, **ml1m_settings(plan, model)), Path(folder), model)
+                run = one_run(
+                    config_for(plan, **ml1m_settings(plan, model)), Path(folder), model, record
+                )
                 times.append(f"{model} {run['wall_seconds']:.0f}s")
             except Exception as error:  # one model failing must not hide the others
                 run = {
