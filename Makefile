@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test quality bench install install-mpnet clean
+.PHONY: demo test quality bench install install-mpnet clean gpu-data gpu-check gpu-check-dry
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,3 +38,14 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+
+# The GPU check (docs/gpu.md): gather its data into gpu_data/ (git-ignored, ~20 MB, carried to
+# the GPU machine), then run it there in one call; `make gpu-check-dry` runs it on this CPU.
+gpu-data: $(STAMP)
+	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) benchmarks/gpu_data.py
+
+gpu-check:
+	PYTHONPATH=src $${PYTHON_GPU:-python3} benchmarks/gpu_check.py
+
+gpu-check-dry: $(STAMP)
+	$(PY) benchmarks/gpu_check.py --dry-run --out gpu_check_dry.json
