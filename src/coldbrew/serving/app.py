@@ -89,8 +89,9 @@ async def read_body(request: Request) -> bytes:
     return await request.body()
 
 
-def create_app(holder: Holder) -> FastAPI:
+def create_app(holder: Holder, lifespan=None) -> FastAPI:
     app = FastAPI(
+        lifespan=lifespan,
         title="coldbrew",
         description="A trained coldbrew run's recommendations, answered from memory.",
     )

@@ -4,7 +4,8 @@
 
 * ``"features"`` (CLCRec and the zoo): the data's dense feature blocks, concatenated in order.
   When the data has a ``text`` block made by a sentence encoder, ``text`` fills that block
-  (encoded by the same encoder) and ``features`` gives the other blocks, in order.
+  (encoded by the same encoder) and ``features`` gives the other blocks, in order. ``features``
+  of the full width are used as they are (a ``text`` beside them is only the item's label).
 * ``"text"`` (the LM): the text, and its feature blocks when it was trained with them.
 * ``None``: the model cannot score a new item (a blend); asking is a one-line 400.
 """
@@ -67,9 +68,10 @@ class NewItemEncoder:
         with self.lock, torch.no_grad():
             if reads == "text":
                 return self._from_text(text, array)
-            if text is not None:
+            full = array is not None and array.shape[1] == self._width(None)
+            if text is not None and not full:  # the text fills the text block
                 array = self._with_text_block(text, array)
-            elif array is None or array.shape[1] != self._width(None):
+            elif not full:
                 raise BadRequest(self._width_message(array, None), 422)
             vector = self.model.encode_items(features=torch.as_tensor(array))
             return vector.reshape(-1).float().cpu()

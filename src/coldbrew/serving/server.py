@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from coldbrew.errors import ColdbrewError
@@ -44,15 +45,7 @@ def make_server(
     holder = Holder(source, index=index, token=token)
     if holder.catalogue.encoder is not None:
         holder.catalogue.encoder.warm_up()
-    app = create_app(holder)
-
-    @app.on_event("startup")
-    async def reload_on_sighup() -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(_reload(holder)))
-        except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
-            pass
+    app = create_app(holder, lifespan=reload_on_sighup)
 
     config = uvicorn.Config(
         app,
@@ -63,6 +56,21 @@ def make_server(
         timeout_graceful_shutdown=10,
     )
     return uvicorn.Server(config), holder
+
+
+@asynccontextmanager
+async def reload_on_sighup(app):
+    """While serving: SIGHUP loads the source again (main thread only; tests run elsewhere)."""
+    loop = asyncio.get_running_loop()
+    holder = app.state.holder
+    try:
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(_reload(holder)))
+        installed = True
+    except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
+        installed = False
+    yield
+    if installed:
+        loop.remove_signal_handler(signal.SIGHUP)
 
 
 async def _reload(holder) -> None:
