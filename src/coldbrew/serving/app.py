@@ -85,8 +85,17 @@ def parse_user(value: str) -> int:
 
 
 async def read_body(request: Request) -> bytes:
-    """The raw body, parsed by ``parse_new_item`` (one-line errors for malformed JSON)."""
-    return await request.body()
+    """The raw body, at most ``MAX_BODY_BYTES``, parsed by ``parse_new_item`` (one-line errors
+    for malformed JSON); a larger one is refused before it is read."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+        raise BadRequest(f"request body over {MAX_BODY_BYTES} bytes", 413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise BadRequest(f"request body over {MAX_BODY_BYTES} bytes", 413)
+    return bytes(body)
 
 
 def create_app(holder: Holder, lifespan=None) -> FastAPI:
@@ -117,13 +126,6 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     async def failed(request, exc: Exception):  # a bug: one line to the client, the log has it
         LOGGER.exception("internal error on %s", request.url.path)
         return error(500, f"internal error ({type(exc).__name__}); the server log has details")
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        return await call_next(request)
 
     @app.get("/health", summary="liveness: ok when a catalogue is loaded")
     async def health():
