@@ -73,8 +73,16 @@ def wrk_users(port: int, rows: list[int], seconds: int, connections: int) -> dic
         "end\n"
     )
     script.close()
-    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", script.name,
-               f"http://127.0.0.1:{port}"]
+    command = [
+        "wrk",
+        "-t2",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--latency",
+        "-s",
+        script.name,
+        f"http://127.0.0.1:{port}",
+    ]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     os.unlink(script.name)
     return parse_wrk(output)
@@ -92,7 +100,9 @@ def parse_wrk(output: str) -> dict:
         "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else None,
         "requests": number(r"(\d+) requests in"),
         "non_2xx": number(r"Non-2xx or 3xx responses:\s+(\d+)"),
-        "socket_errors": sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", output)),
+        "socket_errors": sum(
+            int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", output)
+        ),
         "wrk": output,
     }
 
@@ -108,8 +118,10 @@ def new_items(port: int, count: int, genres: int) -> dict:
     times = []
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
         for number in range(count + 5):
-            body = {"text": f"Untitled film {number} ({1990 + number % 30}). Genres: Drama.",
-                    "k": 100}
+            body = {
+                "text": f"Untitled film {number} ({1990 + number % 30}). Genres: Drama.",
+                "k": 100,
+            }
             if genres:
                 body["features"] = [1.0 if g == number % genres else 0.0 for g in range(genres)]
             started = time.perf_counter()
@@ -136,9 +148,12 @@ def synthetic_export(out: Path, items: int, users: int, dim: int, seed: int) -> 
     user_vectors = centres[random.integers(0, 1000, users)]
     user_vectors += 0.5 * random.normal(size=(users, dim)).astype(np.float32)
     vectors = Vectors(
-        users=user_vectors, items=item_vectors,
-        user_ids=np.arange(users, dtype=np.int64), item_ids=np.arange(items, dtype=np.int64),
-        cold_items=np.zeros(0, np.int64), train_indptr=np.zeros(users + 1, np.int64),
+        users=user_vectors,
+        items=item_vectors,
+        user_ids=np.arange(users, dtype=np.int64),
+        item_ids=np.arange(items, dtype=np.int64),
+        cold_items=np.zeros(0, np.int64),
+        train_indptr=np.zeros(users + 1, np.int64),
         train_indices=np.zeros(0, np.int64),
     )
     started = time.perf_counter()
@@ -148,16 +163,26 @@ def synthetic_export(out: Path, items: int, users: int, dim: int, seed: int) -> 
     _, found = index.search(probe, 20)
     exact = np.argpartition(-(probe @ item_vectors.T), 20, axis=1)[:, :20]
     recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(found, exact, strict=True)])
-    manifest = {"model": "synthetic", "data": {"name": f"synthetic {items} items"},
-                "index": {"kind": "hnsw"}, "new_items": {"reads": None, "why": "synthetic vectors"}}
+    manifest = {
+        "model": "synthetic",
+        "data": {"name": f"synthetic {items} items"},
+        "index": {"kind": "hnsw"},
+        "new_items": {"reads": None, "why": "synthetic vectors"},
+    }
     write_export(out, vectors, manifest, index=index)
-    return {"items": items, "users": users, "dim": dim, "recall_at_20": float(recall),
-            "hnsw_build_seconds": build_seconds}
+    return {
+        "items": items,
+        "users": users,
+        "dim": dim,
+        "recall_at_20": float(recall),
+        "hnsw_build_seconds": build_seconds,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("test", choices=("users", "new-items", "synthetic"))
     parser.add_argument("--run", help="a run or export (users, new-items)")
     parser.add_argument("--seconds", type=int, default=10)

@@ -64,7 +64,9 @@ def test_an_export_serves_the_same_lists_and_new_items(export, loaded):
     with running_server(export) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
         for user in (0, 42, 499):
             rows = client.get(f"/users/{user}/items", params={"k": 30}).json()["items"]
-            assert [r["item"] for r in rows] == [r["item"] for r in loaded.recommend(user=user, k=30)]
+            assert [r["item"] for r in rows] == [
+                r["item"] for r in loaded.recommend(user=user, k=30)
+            ]
         vector = content[int(loaded.dataset.cold_items[0])].tolist()
         answer = client.post("/items/score", json={"features": vector, "k": 10}).json()
         expected = loaded.recommend(item_features=np.array(vector, np.float32), k=10)
@@ -84,7 +86,9 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
     # a user's best item, added again under a new id, scores as it does: it joins their list
     user = int(expected[0]["user"])
     best = client.get(f"/users/{user}/items", params={"k": 1}).json()["items"][0]
-    row = list(dataset.item_ids).index(best["item"]) if dataset.item_ids is not None else best["item"]
+    row = (
+        list(dataset.item_ids).index(best["item"]) if dataset.item_ids is not None else best["item"]
+    )
     copy = dataset.features["content"][row].tolist()
     added = client.post("/items/score", json={"features": copy, "add": True, "text": "a copy"})
     assert added.status_code == 200
@@ -95,7 +99,10 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
     assert mine and mine[0]["added"] and mine[0]["cold"] and mine[0]["text"] == "a copy"
     assert mine[0]["score"] == pytest.approx(best["score"], abs=1e-5)
     assert {"item": new_id, "text": "a copy"} in client.get("/items/added").json()
-    assert client.post("/items/score", json={"features": copy, "add": True, "id": new_id}).status_code == 409
+    assert (
+        client.post("/items/score", json={"features": copy, "add": True, "id": new_id}).status_code
+        == 409
+    )
 
 
 BIG = "x" * 20_001

@@ -135,8 +135,9 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     @app.get("/info", summary="model, data, metrics, convention, versions, what is served")
     async def info():
         catalogue = holder.catalogue
-        return json_response({**catalogue.info, "served": catalogue.summary(),
-                              "reloads": holder.reloads})
+        return json_response(
+            {**catalogue.info, "served": catalogue.summary(), "reloads": holder.reloads}
+        )
 
     @app.get("/users/{user}/items", summary="a user's top items (training items left out)")
     async def items_for(user: str, k: str = Query("20", description="how many items")):
@@ -147,8 +148,12 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     @app.post(
         "/items/score",
         summary="the top users for a new item; with add=true it joins the catalogue",
-        openapi_extra={"requestBody": {"required": True, "content": {
-            "application/json": {"schema": NewItem.model_json_schema()}}}},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": NewItem.model_json_schema()}},
+            }
+        },
     )
     def score_item(body: bytes = Depends(read_body)):
         request = parse_new_item(body)
@@ -170,7 +175,9 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         try:
             return await holder.reload()
         except (ColdbrewError, OSError) as exc:
-            raise BadRequest(f"reload failed, still serving the old catalogue: {exc}", 409) from None
+            raise BadRequest(
+                f"reload failed, still serving the old catalogue: {exc}", 409
+            ) from None
 
     return app
 

@@ -71,8 +71,10 @@ class Catalogue:
                 scores = torch.cat([scores, added @ self.users[row]])
             scores[torch.from_numpy(seen)] = -torch.inf
             values, rows = top_by_score_then_id(scores, wanted)
-        return [self._item_row(rank, score, item) for rank, (score, item) in
-                enumerate(zip(values.tolist(), rows.tolist(), strict=True))]
+        return [
+            self._item_row(rank, score, item)
+            for rank, (score, item) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
+        ]
 
     def _indexed(self, row: int, seen: np.ndarray, added: torch.Tensor, wanted: int):
         """The index's best ``wanted`` unseen items joined with the added items' exact scores."""
@@ -92,8 +94,12 @@ class Catalogue:
     def _item_row(self, rank: int, score: float, item: int) -> dict:
         base = len(self.item_ids)
         if item < base:
-            row = {"rank": rank + 1, "item": self.item_ids[item], "score": score,
-                   "cold": bool(self.cold[item])}
+            row = {
+                "rank": rank + 1,
+                "item": self.item_ids[item],
+                "score": score,
+                "cold": bool(self.cold[item]),
+            }
             if self.vectors.item_text is not None:
                 row["text"] = self.vectors.item_text[item]
             return row
@@ -119,8 +125,9 @@ class Catalogue:
             for rank, (score, row) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
         ]
 
-    def add(self, vector: torch.Tensor, text: str | None, features: list | None,
-            item_id: int | None) -> int:
+    def add(
+        self, vector: torch.Tensor, text: str | None, features: list | None, item_id: int | None
+    ) -> int:
         with self.add_lock:
             taken = self.known_items | {item.id for item in self.added}
             if item_id is None:
@@ -150,8 +157,8 @@ class Catalogue:
             "items": len(self.item_ids),
             "added_items": len(self.added),
             "index": self.info.get("served_index"),
-            "new_items": self.encoder_error or "scored from " + str(
-                (self.info.get("new_items") or {}).get("reads")),
+            "new_items": self.encoder_error
+            or "scored from " + str((self.info.get("new_items") or {}).get("reads")),
             "loaded_at": self.loaded_at,
             "source": self.info.get("served_from"),
         }
@@ -161,8 +168,9 @@ def check_k(k: int, count: int, what: str) -> None:
     if k < 1:
         raise BadRequest(f"k must be at least 1, not {k}", 422)
     if k > min(count, MAX_K):
-        raise BadRequest(f"k={k} is more than the {min(count, MAX_K)} {what} that can be listed",
-                         422)
+        raise BadRequest(
+            f"k={k} is more than the {min(count, MAX_K)} {what} that can be listed", 422
+        )
 
 
 def load_catalogue(source: Path | str, *, index: str | None = None) -> Catalogue:
@@ -205,7 +213,10 @@ def _from_export(folder: Path, index: str | None) -> Catalogue:
     info = {k: v for k, v in manifest.items() if k != "item_text"}
     info["served_from"] = str(folder)
     catalogue = Catalogue(vectors, info)
-    recipe = manifest.get("new_items") or {"reads": None, "why": "the export has no new-item recipe"}
+    recipe = manifest.get("new_items") or {
+        "reads": None,
+        "why": "the export has no new-item recipe",
+    }
     if recipe.get("reads") is None:
         catalogue.encoder_error = recipe.get("why")
     else:

@@ -115,7 +115,11 @@ def write_export(
             from coldbrew.serving.index import write_index
 
             write_index(index, staging / INDEX)
-        manifest = {"format": FORMAT, **manifest, "files": sorted(p.name for p in staging.iterdir())}
+        manifest = {
+            "format": FORMAT,
+            **manifest,
+            "files": sorted(p.name for p in staging.iterdir()),
+        }
         manifest["files"].append(MANIFEST)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, allow_nan=False))
         for path in staging.iterdir():  # safetensors writes 0600; an export is for sharing
@@ -164,6 +168,8 @@ def read_vectors(folder: Path | str) -> Vectors:
     missing = [name for name in ARRAYS if name not in arrays]
     if missing:
         raise ColdbrewError(f"{folder / VECTORS} lacks {', '.join(missing)}")
-    vectors = Vectors(**{name: arrays[name] for name in ARRAYS}, item_text=manifest.get("item_text"))
+    vectors = Vectors(
+        **{name: arrays[name] for name in ARRAYS}, item_text=manifest.get("item_text")
+    )
     vectors.check()
     return vectors

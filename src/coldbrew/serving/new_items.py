@@ -97,7 +97,7 @@ class NewItemEncoder:
 
     def _from_text(self, text: str | None, array: np.ndarray | None) -> torch.Tensor:
         if text is None:
-            raise BadRequest("this model scores a new item from its text: give \"text\"", 422)
+            raise BadRequest('this model scores a new item from its text: give "text"', 422)
         if array is not None and array.shape[1] != self._width(None):
             raise BadRequest(self._width_message(array, None), 422)
         tensor = None if array is None else torch.as_tensor(array)
@@ -108,7 +108,7 @@ class NewItemEncoder:
         text_block = self.recipe.get("text_block")
         if text_block is None:
             raise BadRequest(
-                "this model reads no text: give the new item's feature vector (\"features\": "
+                'this model reads no text: give the new item\'s feature vector ("features": '
                 f"{self._width_message(array, None).split('expected ')[1]})",
                 422,
             )

@@ -20,7 +20,9 @@ def read_token(token_file: str | None) -> str | None:
         try:
             token = Path(token_file).read_text().strip()
         except OSError as error:
-            raise ColdbrewError(f"cannot read --token-file {token_file}: {error.strerror}") from None
+            raise ColdbrewError(
+                f"cannot read --token-file {token_file}: {error.strerror}"
+            ) from None
         if not token:
             raise ColdbrewError(f"--token-file {token_file} is empty")
         return token
