@@ -11,6 +11,8 @@ Examples:
   coldbrew compare runs/ml1m-3 runs/study/trial-* --markdown
   coldbrew forecast --data ml-100k --series genre --window 7,14,30 --out runs/genre
   coldbrew recommend --run runs/ml1m --user 42 --k 10
+  coldbrew export --run runs/ml1m --out exports/ml1m --index hnsw
+  coldbrew serve --run runs/ml1m --port 8000
   coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
   coldbrew doctor
   coldbrew profile --data synthetic --batch-size 256 --steps 20
@@ -32,7 +34,16 @@ DEBUG_VARIABLE = "COLDBREW_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coldbrew.cli import bench, diagnostics, forecast, leaderboard, recommend, research, runs
+    from coldbrew.cli import (
+        bench,
+        diagnostics,
+        forecast,
+        leaderboard,
+        recommend,
+        research,
+        runs,
+        serving,
+    )
 
     parser = argparse.ArgumentParser(
         prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -47,13 +58,23 @@ def build_parser() -> argparse.ArgumentParser:
     leaderboard.add_blend_parser(commands)
     forecast.add_parser(commands)
     recommend.add_parser(commands)
+    serving.add_parsers(commands)
     bench.add_parser(commands)
     diagnostics.add_parsers(commands)
     return parser
 
 
 def handler(command: str):
-    from coldbrew.cli import bench, diagnostics, forecast, leaderboard, recommend, research, runs
+    from coldbrew.cli import (
+        bench,
+        diagnostics,
+        forecast,
+        leaderboard,
+        recommend,
+        research,
+        runs,
+        serving,
+    )
 
     handlers = {
         "train": runs.run_train,
@@ -65,6 +86,8 @@ def handler(command: str):
         "blend": leaderboard.run_blend,
         "forecast": forecast.run,
         "recommend": recommend.run,
+        "export": serving.run_export,
+        "serve": serving.run_serve,
         "bench": bench.run,
         "doctor": diagnostics.run,
         "profile": diagnostics.run,

@@ -1,0 +1,162 @@
+"""``coldbrew export``: a run's user and item vectors, exactly as its model ranks them, and
+what scores a new item (the model's learned state and the text encoder's identity).
+
+Every coldbrew recommender ranks by ``user_embeddings() @ item_embeddings().T`` unless it
+overrides ``score_users``; a model whose scores are not that dot product is refused, as is one
+whose vectors do not reproduce its own scores (checked on a sample of users).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from coldbrew.errors import ColdbrewError
+from coldbrew.serving.export_format import Vectors, data_digest, write_export
+
+CHECKED_USERS = 64  # users whose scores are compared with the exported vectors' products
+
+
+def run_vectors(loaded) -> Vectors:
+    """A loaded run's (``coldbrew.recommend.LoadedRun``) vectors and training items."""
+    from coldbrew.models.base import Recommender
+
+    model, dataset = loaded.model, loaded.dataset
+    if type(model).score_users is not Recommender.score_users:
+        raise ColdbrewError(
+            f"{type(model).__name__} scores users with its own score_users, not as a dot product "
+            "of user and item vectors: its vectors cannot be exported or indexed"
+        )
+    with torch.no_grad():
+        users = model.user_embeddings().detach().float()
+        items = model.item_embeddings().detach().float()
+        check_dot_product(model, users, items)
+    train = dataset.train
+    return Vectors(
+        users=users.cpu().numpy(),
+        items=items.cpu().numpy(),
+        user_ids=_ids(dataset.user_ids, dataset.num_users),
+        item_ids=_ids(dataset.item_ids, dataset.num_items),
+        cold_items=np.asarray(dataset.cold_items, dtype=np.int64),
+        train_indptr=np.asarray(train.indptr, dtype=np.int64),
+        train_indices=np.asarray(train.indices, dtype=np.int64),
+        item_text=dataset.item_text,
+    )
+
+
+def check_dot_product(model, users: torch.Tensor, items: torch.Tensor) -> None:
+    """The model's own scores of a spread of users equal the vectors' products."""
+    rows = torch.linspace(0, len(users) - 1, min(CHECKED_USERS, len(users))).long()
+    rows = rows.to(users.device)
+    own = model.score_users(rows).float()
+    products = users[rows] @ items.T
+    scale = max(1.0, float(own.abs().max()))
+    if not torch.allclose(own, products, rtol=1e-4, atol=1e-4 * scale):
+        gap = float((own - products).abs().max())
+        raise ColdbrewError(
+            f"{type(model).__name__}'s scores differ from its user · item vectors by up to "
+            f"{gap:.3g}: its ranking is not a dot product, so it cannot be exported"
+        )
+
+
+def _ids(source_ids, count: int) -> np.ndarray:
+    if source_ids is None:
+        return np.arange(count, dtype=np.int64)
+    return np.asarray(source_ids, dtype=np.int64)
+
+
+def dense_features(dataset) -> dict[str, np.ndarray]:
+    return {
+        name: block.float().cpu().numpy()
+        for name, block in dataset.features.items()
+        if isinstance(block, torch.Tensor)
+    }
+
+
+def new_item_recipe(loaded) -> dict:
+    """What a new item is scored from: ``{"reads": "text" | "features" | None, ...}`` with the
+    feature blocks (name, width, in order) the request's ``features`` concatenate."""
+    from coldbrew.models.base import Recommender
+
+    model, dataset, config = loaded.model, loaded.dataset, loaded.config
+    if type(model).encode_items is Recommender.encode_items:
+        return {"reads": None, "why": f"{config.model} cannot score a new item from its content"}
+    dense = {name: block.shape[1] for name, block in dense_features(dataset).items()}
+    if hasattr(model, "feature_widths"):  # the LM: text through its backbone, then its blocks
+        blocks = [{"name": n, "width": w} for n, w in model.feature_widths.items()]
+        return {"reads": "text", "feature_blocks": blocks, "text_block": None}
+    blocks = [{"name": name, "width": width} for name, width in dense.items()]
+    text_block = "text" if "text" in dense and dataset.item_text is not None else None
+    return {"reads": "features", "feature_blocks": blocks, "text_block": text_block}
+
+
+def text_encoder_identity(config) -> dict:
+    """The sentence encoder that made the data's ``text`` block (name, backbone, pooling ...)."""
+    from dataclasses import asdict
+
+    from coldbrew.data.sentence_models import sentence_model
+
+    model = sentence_model(config.text_encoder, progress=False)
+    return {"name": config.text_encoder, **asdict(model)}
+
+
+def manifest_of(loaded, vectors: Vectors) -> dict:
+    from coldbrew.serving.versions import serving_versions
+
+    config, dataset = loaded.config, loaded.dataset
+    results_path = Path(loaded.run_dir) / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    recipe = new_item_recipe(loaded)
+    text_encoder = None
+    if recipe.get("text_block") or recipe.get("reads") == "text":
+        text_encoder = text_encoder_identity(config)
+    return {
+        "model": config.model,
+        "run": str(Path(loaded.run_dir).resolve()),
+        "data": {
+            "name": dataset.name,
+            "source": str(config.data),
+            "digest": data_digest(vectors, dense_features(dataset)),
+            "users": int(dataset.num_users),
+            "items": int(dataset.num_items),
+            "cold_items": int(len(dataset.cold_items)),
+            "train_interactions": int(dataset.train.nnz),
+        },
+        "convention": "score(user, item) = users[user] · items[item]; a user's training "
+        "items are left out of their list; rows are internal ids, *_ids the data's own",
+        "dim": int(vectors.users.shape[1]),
+        "metrics": results.get("metrics", {}),
+        "best_epoch": results.get("best_epoch"),
+        "new_items": recipe,
+        "text_encoder": text_encoder,
+        "versions": serving_versions(),
+    }
+
+
+def export_run(
+    run_dir: Path | str, out: Path | str, *, index: str | None = None, device: str = "cpu"
+) -> dict:
+    """Export RUN_DIR's best checkpoint to the folder ``out``; return the manifest."""
+    from coldbrew.recommend import load_run
+
+    loaded = load_run(run_dir, device=device)
+    vectors = run_vectors(loaded)
+    manifest = manifest_of(loaded, vectors)
+    built = None
+    if index is not None:
+        from coldbrew.serving.index import build_index
+
+        built = build_index(vectors.items, index)
+        manifest["index"] = {"kind": index, "file": "items.faiss"}
+    state = None
+    if manifest["new_items"]["reads"] is not None:
+        state = {
+            name: tensor.detach().cpu().contiguous().clone()
+            for name, tensor in loaded.model.state_dict().items()
+        }
+    config_text = (Path(run_dir) / "config.yaml").read_text()
+    write_export(out, vectors, manifest, model_state=state, config_text=config_text, index=built)
+    return manifest

@@ -1,0 +1,187 @@
+"""``coldbrew serve`` over HTTP (a real server on a loopback port, a real client): it answers
+what ``coldbrew recommend`` answers, refuses bad input with a one-line 4xx, and reloads
+without dropping requests."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import coldbrew
+from coldbrew.cli import main
+from serving_support import running_server, tiny_clcrec_run
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return tiny_clcrec_run(tmp_path_factory.mktemp("runs") / "clcrec")
+
+
+@pytest.fixture(scope="module")
+def loaded(run):
+    return coldbrew.load_run(run)
+
+
+@pytest.fixture(scope="module")
+def served(run):
+    with running_server(run, token=TOKEN) as (url, holder):
+        with httpx.Client(base_url=url, timeout=30) as client:
+            yield client, holder
+
+
+@pytest.fixture(scope="module")
+def export(run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("exports") / "clcrec"
+    assert main(["export", "--run", str(run), "--out", str(out)]) == 0
+    return out
+
+
+def test_a_users_served_items_are_coldbrew_recommends(served, loaded):
+    client, _ = served
+    for user in (0, 3, 17, 250, 499):
+        for k in (1, 20, 100):
+            answer = client.get(f"/users/{user}/items", params={"k": k})
+            assert answer.status_code == 200
+            expected = loaded.recommend(user=user, k=k)
+            rows = answer.json()["items"]
+            assert [row["item"] for row in rows] == [row["item"] for row in expected]
+            assert [row["cold"] for row in rows] == [row["cold"] for row in expected]
+            assert [row["score"] for row in rows] == pytest.approx(
+                [row["score"] for row in expected], abs=1e-6
+            )
+
+
+def test_an_export_serves_the_same_lists_and_new_items(export, loaded):
+    content = loaded.dataset.features["content"]
+    with running_server(export) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
+        for user in (0, 42, 499):
+            rows = client.get(f"/users/{user}/items", params={"k": 30}).json()["items"]
+            assert [r["item"] for r in rows] == [
+                r["item"] for r in loaded.recommend(user=user, k=30)
+            ]
+        vector = content[int(loaded.dataset.cold_items[0])].tolist()
+        answer = client.post("/items/score", json={"features": vector, "k": 10}).json()
+        expected = loaded.recommend(item_features=np.array(vector, np.float32), k=10)
+        assert [r["user"] for r in answer["users"]] == [r["user"] for r in expected]
+        info = client.get("/info").json()
+        assert info["model"] == "clcrec" and info["served"]["source"] == str(export)
+
+
+def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loaded):
+    client, holder = served
+    dataset = loaded.dataset
+    vector = dataset.features["content"][int(dataset.cold_items[3])].numpy()
+    answer = client.post("/items/score", json={"features": vector.tolist(), "k": 25})
+    assert answer.status_code == 200
+    expected = loaded.recommend(item_features=vector, k=25)
+    assert [r["user"] for r in answer.json()["users"]] == [r["user"] for r in expected]
+    # a user's best item, added again under a new id, scores as it does: it joins their list
+    user = int(expected[0]["user"])
+    best = client.get(f"/users/{user}/items", params={"k": 1}).json()["items"][0]
+    row = (
+        list(dataset.item_ids).index(best["item"]) if dataset.item_ids is not None else best["item"]
+    )
+    copy = dataset.features["content"][row].tolist()
+    added = client.post("/items/score", json={"features": copy, "add": True, "text": "a copy"})
+    assert added.status_code == 200
+    new_id = added.json()["item"]
+    assert new_id not in dataset.item_ids if dataset.item_ids is not None else new_id >= 300
+    top = client.get(f"/users/{user}/items", params={"k": 5}).json()["items"]
+    mine = [r for r in top if r["item"] == new_id]
+    assert mine and mine[0]["added"] and mine[0]["cold"] and mine[0]["text"] == "a copy"
+    assert mine[0]["score"] == pytest.approx(best["score"], abs=1e-5)
+    assert {"item": new_id, "text": "a copy"} in client.get("/items/added").json()
+    assert (
+        client.post("/items/score", json={"features": copy, "add": True, "id": new_id}).status_code
+        == 409
+    )
+
+
+BIG = "x" * 20_001
+
+
+@pytest.mark.parametrize(
+    "method, path, body, status, fragment",
+    [
+        ("GET", "/users/99999/items", None, 404, "user 99999 is not in the data"),
+        ("GET", "/users/abc/items", None, 422, "user must be an integer"),
+        ("GET", "/users/3/items?k=0", None, 422, "k must be at least 1"),
+        ("GET", "/users/3/items?k=-5", None, 422, "k must be at least 1"),
+        ("GET", "/users/3/items?k=100000", None, 422, "more than the"),
+        ("GET", "/users/3/items?k=ten", None, 422, "k must be an integer"),
+        ("GET", "/users/3/items?k=1.5", None, 422, "k must be an integer"),
+        ("POST", "/items/score", {"features": [1.0, 2.0]}, 422, "expected 32"),
+        ("POST", "/items/score", b'{"features": [NaN]}', 422, "NaN or infinite"),
+        ("POST", "/items/score", b'{"features": [Infinity, 1]}', 422, "NaN or infinite"),
+        ("POST", "/items/score", {"features": ["a"]}, 422, "features.0"),
+        ("POST", "/items/score", {"features": [[1, 2]]}, 422, "features.0"),
+        ("POST", "/items/score", {"text": BIG}, 413, "at most 20000"),
+        ("POST", "/items/score", {"text": "   "}, 422, "text is empty"),
+        ("POST", "/items/score", b'{"features": [1,', 400, "malformed JSON"),
+        ("POST", "/items/score", b"[1, 2]", 422, "must be a JSON object"),
+        ("POST", "/items/score", b"", 400, "no JSON body"),
+        ("POST", "/items/score", b"\xff\xfe", 400, "malformed JSON"),
+        ("POST", "/items/score", {"features": [0.1] * 32, "colour": 1}, 422, "colour"),
+        ("POST", "/items/score", {"features": [0.1] * 32, "add": "yes"}, 422, "add"),
+        ("POST", "/items/score", {"text": "a film"}, 422, "reads no text"),
+        ("POST", "/items/score", {}, 422, "text and/or features"),
+        ("POST", "/items/score", {"features": [0.1] * 32, "k": 0}, 422, "k must be at least 1"),
+        ("POST", "/items/score", {"features": [0.1] * 32, "k": 501}, 422, "more than the 500"),
+        ("POST", "/items/score", b"{" + b'"t":"' + b"x" * (1 << 20) + b'"}', 413, "over"),
+        ("GET", "/nowhere", None, 404, "Not Found"),
+        ("DELETE", "/health", None, 405, "Method Not Allowed"),
+        ("POST", "/reload", None, 401, "wrong or missing token"),
+    ],
+)
+def test_bad_input_is_a_one_line_4xx(served, method, path, body, status, fragment):
+    client, _ = served
+    options = {"json": body} if isinstance(body, dict) else {"content": body}
+    answer = client.request(method, path, **options)
+    assert answer.status_code == status, answer.text
+    message = answer.json()["error"]
+    assert fragment in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_reload_under_load_drops_no_request(served):
+    client, holder = served
+    url = str(client.base_url)
+    failures, answers = [], []
+    stop = threading.Event()
+
+    def hammer():
+        with httpx.Client(base_url=url, timeout=60) as own:
+            while not stop.is_set():
+                answer = own.get("/users/7/items", params={"k": 10})
+                (answers if answer.status_code == 200 else failures).append(answer.status_code)
+
+    workers = [threading.Thread(target=hammer) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    before = holder.reloads
+    for _ in range(2):
+        answer = client.post("/reload", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert answer.status_code == 200, answer.text
+    stop.set()
+    for worker in workers:
+        worker.join()
+    assert holder.reloads == before + 2
+    assert not failures and len(answers) > 10
+    # the added items were carried over (encoded again by the reloaded model)
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_reload_without_a_token_is_off(run):
+    with running_server(run) as (url, _), httpx.Client(base_url=url) as client:
+        answer = client.post("/reload", headers={"Authorization": "Bearer anything"})
+        assert answer.status_code == 403 and "SIGHUP" in answer.json()["error"]
+        assert client.get("/docs").status_code == 200
+        assert "/users/{user}/items" in client.get("/openapi.json").json()["paths"]
