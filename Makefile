@@ -35,8 +35,8 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 quality: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks docs/hooks
+	$(VENV)/bin/ruff format --check src tests benchmarks docs/hooks
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
