@@ -75,3 +75,12 @@ def test_links_to_the_root_benchmarks_file_point_at_the_site_copy(hooks):
     assert out == "[a](benchmarks.md#x) [b](BENCHMARKS.md)"
     out = hooks.on_page_markdown("[a](../../BENCHMARKS.md)", page("models/zoo.md"))
     assert out == "[a](../benchmarks.md)"
+
+
+def test_every_page_names_only_flags_that_exist(hooks):
+    """The site's own pages, as the build sees them (``make docs`` also checks links)."""
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    assert len(pages) >= 10
+    for path in pages:
+        markdown = hooks.expand(path.read_text(encoding="utf-8"))
+        assert hooks.unknown_flags(markdown) == [], path.relative_to(ROOT)
