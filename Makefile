@@ -6,12 +6,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test quality bench install install-mpnet clean gpu-data gpu-check gpu-check-dry
+.PHONY: demo test quality bench docs install install-mpnet clean gpu-data gpu-check gpu-check-dry
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[text,llm,dev,plot,research,zoo,serve]"
+	$(PY) -m pip install -q -e ".[text,llm,dev,plot,research,zoo,serve,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,10 +28,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache  # the layer contract in pyproject.toml
 	$(PY) -m pytest -q
+	$(MAKE) docs  # a broken link or a stale option name in the site fails the tests too
+
+# the site (mkdocs.yml, docs/) into build/site, which git ignores; --strict: any warning fails
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 quality: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks docs/hooks
+	$(VENV)/bin/ruff format --check src tests benchmarks docs/hooks
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -1,25 +1,6 @@
-"""``coldbrew`` command line: thin subcommands that parse and delegate to the library.
-
-Examples:
-  coldbrew data info ml-1m-coldstart --features genre
-  coldbrew data convert --trust-pickle Data/movielens movielens-safe
-  coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
-  coldbrew train --data Data/movielens --trust-pickle --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True
-  coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
-  coldbrew evaluate --run runs/ml1m --split test
-  coldbrew search --space space.yaml --trials 20 --out runs/study --data ml-1m-coldstart --epochs 8
-  coldbrew compare runs/ml1m-3 runs/study/trial-* --markdown
-  coldbrew forecast --data ml-100k --series genre --window 7,14,30 --out runs/genre
-  coldbrew recommend --run runs/ml1m --user 42 --k 10
-  coldbrew export --run runs/ml1m --out exports/ml1m --index hnsw
-  coldbrew serve --run runs/ml1m --port 8000
-  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json
-  coldbrew doctor
-  coldbrew profile --data synthetic --batch-size 256 --steps 20
-  coldbrew tune --data synthetic --out fast.yaml --budget 60
-
-Nothing here imports torch until a command runs.
-"""
+"""The ``coldbrew`` command line: subcommands that parse their options and call the library
+(``coldbrew.training``, ``coldbrew.research`` ...). Nothing here imports torch until a command
+runs, so ``--help`` is instant."""
 
 from __future__ import annotations
 
@@ -31,6 +12,36 @@ from coldbrew.errors import ColdbrewError
 
 # COLDBREW_DEBUG=1: errors raise with their traceback instead of the one-line message
 DEBUG_VARIABLE = "COLDBREW_DEBUG"
+
+DESCRIPTION = """Train and compare recommenders that can recommend brand-new items from their
+content (genres, text, feature vectors): CLCRec, a zoo of published cold-start models, a
+language-model recommender over item texts, and a forecaster of daily interactions.
+
+Start here:
+  coldbrew data info ml-1m-coldstart --features genre,text       # look at your data
+  coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
+  coldbrew recommend --run runs/ml1m --user 42 --k 10
+  coldbrew serve --run runs/ml1m --port 8000                      # HTTP: /users/42/items
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text \\
+      --models clcrec,knn,gar --seeds 1,2,3 --out runs/board
+
+More examples:
+  coldbrew train --model gar --help          # a model's own options and defaults
+  coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
+  coldbrew evaluate --run runs/ml1m --split test
+  coldbrew search --space configs/search_clcrec.yaml --trials 20 --out runs/study \\
+      --data ml-1m-coldstart --epochs 8
+  coldbrew compare runs/ml1m-3 runs/study/trial-* --markdown
+  coldbrew export --run runs/ml1m --out exports/ml1m --index hnsw
+  coldbrew blend --runs runs/board/clcrec/seed-1,runs/board/knn/seed-1 --out runs/blend
+  coldbrew forecast --data ml-100k --series genre --window 7,14,30 --out runs/genre
+  coldbrew doctor                            # is this machine what I think it is?
+  coldbrew profile --data ml-1m-coldstart --features genre --steps 50
+  coldbrew memory --data ml-1m-coldstart --features genre --batch-size 8192"""
+
+EPILOG = """Each command has its own examples: coldbrew COMMAND --help.
+An error is one line; COLDBREW_DEBUG=1 shows the traceback instead.
+The original CLCRec's main.py flags (--l_r, --has_v ...) work on coldbrew train."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,12 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     parser = argparse.ArgumentParser(
-        prog="coldbrew", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="coldbrew",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from coldbrew.version import __version__
 
     parser.add_argument("--version", action="version", version=f"coldbrew {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
     runs.add_parsers(commands)
     research.add_parsers(commands)
     leaderboard.add_parser(commands)

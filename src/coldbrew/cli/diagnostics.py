@@ -21,8 +21,8 @@ EXAMPLES = {
     "memory": "Examples:\n  coldbrew memory --data ml-1m-coldstart --features genre --batch-size 4096\n"
     "  coldbrew memory --data synthetic:users=200000,items=1000000 --device-memory 80GB --gpu a100-80gb\n"
     "  coldbrew memory --data ml-1m-coldstart --features genre --world-size 8 --json\n\n"
-    "Every figure is an estimate: the step is traced on fake tensors (shapes, no arithmetic) as a\n"
-    "GPU runs it, under PyTorch's MemTracker; see BENCHMARKS.md for estimates against measured peaks.",
+    "Every figure is an estimate: the step runs as a GPU runs it, on shapes alone (no data, no\n"
+    "arithmetic); the Memory page of the docs compares such estimates with measured peaks.",
 }
 
 

@@ -43,7 +43,7 @@ def add_parser(commands) -> None:
     board.add_argument("--config", help="YAML preset every model starts from; flags override it")
     board.add_argument("--markdown", action="store_true", help="print a Markdown table")
     board.add_argument("--no-plot", dest="plot", action="store_false", help="no leaderboard.png")
-    add_config_options(board, model_options=False)
+    add_config_options(board, model_options=False, unlisted=("model", "seed"))
 
 
 def add_blend_parser(commands) -> None:

@@ -26,44 +26,77 @@ def focus_help_on(argv: list[str]) -> None:
     _help_model[0] = named.lower() if named and named.lower() in MODELS else None
 
 
-def _flags(name: str, aliases: dict[str, list[str]]) -> list[str]:
-    spellings = {f"--{name.replace('_', '-')}", f"--{name}"}
-    spellings |= {f"--{alias}" for alias in aliases.get(name, [])}
-    return sorted(spellings)
+# run options that are the original CLCRec's own flags (its --has_v ... and --topK): listed
+# with its aliases, under their own heading, by ``coldbrew train`` alone
+ORIGINAL_FIELDS = ("has_v", "has_a", "has_t", "top_k")
 
 
-def _add(group, spec: dataclasses.Field, default, aliases, shown: bool = True) -> None:
-    kind = str(spec.type)
+def _shown_default(value) -> str:
+    """A default as a user writes it: ``none``, ``false``, ``10,20,50``."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def _add(
+    group, parser, spec: dataclasses.Field, default, shown: bool = True, original: bool = False
+) -> None:
+    """``--dash-name`` in ``group`` (with its help when ``shown``); ``--underscore_name``
+    parses the same, unlisted. An ``original`` flag is listed as the original spelled it
+    (``--has_v``)."""
     help_text = spec.metadata.get("help", "")
     if "(default" not in help_text:  # a help text that says its default keeps its own words
         help_text = f"{help_text} (default: {default})"
-    options: dict = {
-        "dest": spec.name,
-        "default": argparse.SUPPRESS,
-        "help": help_text.replace("%", "%%") if shown else argparse.SUPPRESS,
-    }
-    if kind.startswith("bool"):
+    options: dict = {"dest": spec.name, "default": argparse.SUPPRESS}
+    if str(spec.type).startswith("bool"):
         options.update(nargs="?", const="true", metavar="BOOL")
     else:
         options["metavar"] = spec.name.upper()
-    group.add_argument(*_flags(spec.name, aliases), **options)
+    dash, underscore = f"--{spec.name.replace('_', '-')}", f"--{spec.name}"
+    listed, unlisted = (underscore, dash) if original else (dash, underscore)
+    shown_help = help_text.replace("%", "%%") if shown else argparse.SUPPRESS
+    group.add_argument(listed, help=shown_help, **options)
+    if unlisted != listed:
+        parser.add_argument(unlisted, help=argparse.SUPPRESS, **options)
 
 
-def add_config_options(parser: argparse.ArgumentParser, *, model_options: bool = True) -> None:
-    """``--batch-size`` (and ``--batch_size``) for every run option, ``--dim`` ... for every
-    model's options (unless ``model_options`` is False: commands that train several models
-    take run options alone), the original CLCRec names, and its flags that have no meaning
-    here."""
+def add_config_options(
+    parser: argparse.ArgumentParser,
+    *,
+    model_options: bool = True,
+    original_flags: bool = False,
+    unlisted: tuple[str, ...] = (),
+    default_model: str | None = None,
+) -> None:
+    """A flag for every run option and (unless ``model_options`` is False: commands that
+    train several models take run options alone) every model option.
+
+    The help lists the model the command line names (else ``default_model``, else every
+    model); the other models' flags still parse, to be refused by name. The original CLCRec's
+    flags (its spellings ``--l_r`` ..., ``--has_v`` ..., and those with no meaning here) are
+    listed only with ``original_flags`` (``coldbrew train``) for CLCRec; elsewhere they parse
+    unlisted. ``unlisted`` run options parse but are not listed (the leaderboard refuses
+    ``--seed`` and ``--model`` by name, for its ``--seeds`` and ``--models``)."""
     from coldbrew.registry import MODELS
 
-    aliases: dict[str, list[str]] = {}
-    for old, new in ALIASES.items():
-        aliases.setdefault(new, []).append(old)
-    focus = _help_model[0]
+    focus = _help_model[0] or default_model
     run = parser.add_argument_group("run options")
+    list_original = original_flags and focus in (None, "clcrec")
+    original = (
+        parser.add_argument_group(
+            "original CLCRec flags",
+            "the original main.py's spellings, so the original's commands run as they are",
+        )
+        if list_original
+        else parser
+    )
     defaults = TrainConfig()
     for name, spec in FIELDS.items():
-        default = getattr(defaults, name)
+        default = _shown_default(getattr(defaults, name))
         per_model = [
             f"{m}: {s.run_defaults[name]}"
             for m, s in MODELS.items()
@@ -72,8 +105,11 @@ def add_config_options(parser: argparse.ArgumentParser, *, model_options: bool =
         if focus and per_model:
             default = per_model[0].partition(": ")[2]
             per_model = []
-        _add(run, spec, "; ".join([str(default), *per_model]), aliases)
-    seen: set[str] = set(FIELDS)
+        if name in ORIGINAL_FIELDS:
+            _add(original, parser, spec, default, shown=list_original, original=True)
+        else:
+            _add(run, parser, spec, "; ".join([default, *per_model]), name not in unlisted)
+    added: set[str] = set(FIELDS)
     # the named model's options first, so its defaults are the ones shown
     order = sorted(MODELS, key=lambda name: name != focus) if model_options else []
     for model in order:
@@ -85,11 +121,28 @@ def add_config_options(parser: argparse.ArgumentParser, *, model_options: bool =
         )
         section = model_spec.config()
         for spec in dataclasses.fields(section):
-            if spec.name not in seen:
-                seen.add(spec.name)
-                _add(group, spec, getattr(section, spec.name), aliases, shown=shown)
-    original = parser.add_argument_group("original CLCRec flags accepted with a note")
-    original.add_argument(
+            if spec.name not in added:
+                added.add(spec.name)
+                default = _shown_default(getattr(section, spec.name))
+                _add(group, parser, spec, default, shown=shown)
+    _add_original_flags(original, added, shown=list_original)
+
+
+def _add_original_flags(group, added: set[str], *, shown: bool) -> None:
+    """The original CLCRec's spellings of options added above (``--l_r`` for ``--lr`` ...),
+    ``--no-cuda`` and its flags that have no meaning here (accepted with a note)."""
+    for old, new in ALIASES.items():
+        if new in added and old != new:
+            spelled = f"--{new}" if new in ORIGINAL_FIELDS else f"--{new.replace('_', '-')}"
+            text = f"the original's spelling of {spelled}"
+            group.add_argument(
+                f"--{old}",
+                dest=new,
+                default=argparse.SUPPRESS,
+                metavar=new.upper(),
+                help=text if shown else argparse.SUPPRESS,
+            )
+    group.add_argument(
         "--no-cuda",
         "--no_cuda",
         dest="no_cuda",
@@ -97,15 +150,15 @@ def add_config_options(parser: argparse.ArgumentParser, *, model_options: bool =
         const="true",
         default=argparse.SUPPRESS,
         metavar="BOOL",
-        help="same as --device cpu",
+        help="same as --device cpu" if shown else argparse.SUPPRESS,
     )
     for name, note in IGNORED_ORIGINAL.items():
-        original.add_argument(
+        group.add_argument(
             f"--{name}",
             dest=name,
             default=argparse.SUPPRESS,
             metavar="VALUE",
-            help=f"ignored: {note}",
+            help=f"ignored: {note}" if shown else argparse.SUPPRESS,
         )
 
 

@@ -13,8 +13,8 @@ from coldbrew.errors import ColdbrewError
 TRAIN_EXAMPLES = """Examples:
   coldbrew train --data ml-1m-coldstart --features genre,text --out runs/ml1m
   coldbrew train --config configs/clcrec_movielens.yaml --data DIR --trust-pickle --out runs/orig
-  coldbrew train --resume runs/ml1m --epochs 60     # continue a run (only --epochs, --patience,
-                                                    # --device ... may change; see README)
+  coldbrew train --resume runs/ml1m --epochs 60     # continue a run (only how it runs may
+                                                    # change: --epochs, --patience, --device ...)
   coldbrew train --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True   # original flags
   coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
   coldbrew train --resume runs/ml1m-3               # finished seeds are skipped
@@ -76,7 +76,7 @@ def add_parsers(commands) -> None:
         "-m coldbrew train with the other options",
     )
     add_train_options(train)
-    add_config_options(train)
+    add_config_options(train, original_flags=True)
 
     evaluate = commands.add_parser(
         "evaluate",

@@ -15,7 +15,7 @@ CLCRec's default training to show that it learns within two epochs: 1,000 users 
 per user (about 19,000 training rows: ~10 optimizer steps per epoch at batch 2,048), with users
 sticking close to their best-matching items (temperature 0.3). Two epochs of ``coldbrew train
 --data synthetic`` reach about 4x random on val cold Recall@20 in seconds on 2 CPU cores
-(BENCHMARKS.md, "Synthetic demo data"). The earlier default (500 x 300, 20 per user) gave 4
+(BENCHMARKS.md, "Demo data"). The earlier default (500 x 300, 20 per user) gave 4
 optimizer steps per epoch and only 60 cold items, where random ranking already finds a third;
 it stays available as the preset ``"synthetic:small"`` for tests of mechanics. Larger sets
 learn more (2,000 users: about 5x) but slow every test that trains on the default.

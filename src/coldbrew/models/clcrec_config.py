@@ -11,7 +11,7 @@ from coldbrew.options import option
 class CLCRecConfig:
     """CLCRec's options, by the original's names. ``reg_weight``, ``num_neg``, ``lr_lambda``,
     ``temp_value`` (and ``lr`` 0.0027, ``registry.MODELS["clcrec"].run_defaults``) are the best
-    of a 20-trial search on ml-1m-coldstart, rounded (BENCHMARKS.md, "Research workflow"); the
+    of a 20-trial search on ml-1m-coldstart, rounded (BENCHMARKS.md, "Three seeds, a 20-trial search"); the
     original's values (0.1, 128, 0.5, 2.0, lr 0.001) come back with ``--protocol original``."""
 
     dim: int = option(64, "embedding size", minimum=1)

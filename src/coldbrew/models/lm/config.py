@@ -69,7 +69,7 @@ class LMConfig:
     )
     # 128: title, genres, director, cast and the plot's first sentences. Against 256, val cold
     # Recall@20 on ml-1m-coldstart (cache mode, seeds 1-3) rose on every seed (+0.012 ± 0.003):
-    # mean pooling over a whole plot dilutes the rest (BENCHMARKS.md, "LM tune mode")
+    # mean pooling over a whole plot dilutes the rest (BENCHMARKS.md, "Tune mode")
     max_length: int = option(128, "tokens per text", minimum=1)
     lm_mode: str = option(
         "cache",
@@ -85,7 +85,7 @@ class LMConfig:
     tune_layers: int = option(
         1, "tune mode: top layers fine-tuned (LoRA); the rest run once", minimum=1
     )
-    # 16 at 128 tokens: 1.16x CLCRec in 17.6 CPU-minutes a run (BENCHMARKS.md, "LM tune mode")
+    # 16 at 128 tokens: 1.16x CLCRec in 17.6 CPU-minutes a run (BENCHMARKS.md, "Tune mode")
     tune_items: int = option(
         16,
         "tune mode: distinct items per step of --batch-size rows sent through the tuned layers "
@@ -95,7 +95,7 @@ class LMConfig:
     grad_checkpointing: bool = option(False, "dynamic mode with a trained backbone: recompute")
     # loss, score, num_neg, temperature, id_dropout (and lr 0.0013, batch 1024: the registry's
     # run_defaults): a screening and a 20-trial search on ml-1m-coldstart, then 3 seeds
-    # (BENCHMARKS.md, "LM recommender: accuracy ...")
+    # (BENCHMARKS.md, "Accuracy against CLCRec, throughput, LoRA")
     loss: str = option(
         "infonce", "infonce (K negatives) or bpr (the seed's triples)", choices=LOSSES
     )
