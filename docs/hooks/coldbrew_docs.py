@@ -94,6 +94,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# an option a script in benchmarks/ declares (pages show how to run them)
+SCRIPT_OPTION = re.compile(r"""add_argument\(\s*["'](--[A-Za-z][\w-]*)""")
+
+
+@cache
+def script_flags() -> frozenset[str]:
+    """Every ``--flag`` that a script in ``benchmarks/`` declares with ``add_argument``."""
+    flags: set[str] = set()
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        flags.update(SCRIPT_OPTION.findall(script.read_text(encoding="utf-8")))
+    return frozenset(flags)
+
+
 @cache
 def known_flags() -> frozenset[str]:
     """Every option string of every ``coldbrew`` command and subcommand."""
@@ -113,9 +126,9 @@ def known_flags() -> frozenset[str]:
 
 
 def unknown_flags(markdown: str) -> list[str]:
-    """The ``--flags`` in the code of ``markdown`` that no coldbrew command (nor a listed
-    other tool) takes, in order of appearance."""
-    known = known_flags() | OTHER_TOOLS_FLAGS
+    """The ``--flags`` in the code of ``markdown`` that no coldbrew command (nor a benchmark
+    script or a listed other tool) takes, in order of appearance."""
+    known = known_flags() | script_flags() | OTHER_TOOLS_FLAGS
     found: list[str] = []
     for code in CODE.findall(markdown):
         for flag in FLAG.findall(code):

@@ -84,3 +84,9 @@ def test_every_page_names_only_flags_that_exist(hooks):
     for path in pages:
         markdown = hooks.expand(path.read_text(encoding="utf-8"))
         assert hooks.unknown_flags(markdown) == [], path.relative_to(ROOT)
+
+
+def test_a_benchmark_scripts_options_are_known_and_others_are_not(hooks):
+    # benchmarks/gpu_check.py declares --dry-run; nothing declares --gpu-chek
+    assert hooks.unknown_flags("`python benchmarks/gpu_check.py --dry-run`") == []
+    assert hooks.unknown_flags("`python benchmarks/gpu_check.py --gpu-chek`") == ["--gpu-chek"]
