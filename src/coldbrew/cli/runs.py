@@ -92,9 +92,9 @@ def add_parsers(commands) -> None:
     )
     evaluate.add_argument(
         "--split",
-        choices=["val", "test"],
+        choices=["val", "report", "test"],
         action="append",
-        help="default: every split the data has",
+        help="default: every split the data has (val: the half that chose; report: the rest)",
     )
     evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     evaluate.add_argument(

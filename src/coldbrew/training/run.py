@@ -158,7 +158,10 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed) -> dict:
-    dataset = dataset if dataset is not None else load_run_dataset(config)
+    from coldbrew.tasks import select_and_report
+
+    # a dataset given whole (tests, the demo) is cut into select/report here as a loaded one is
+    dataset = select_and_report(dataset, config) if dataset is not None else load_run_dataset(config)
     if config.auto_batch_size:
         resolve_auto_batch(config, dataset, distributed)
     options = {"hooks": hooks, "distributed": distributed}
@@ -301,6 +304,7 @@ def finish_run(
         "dataset": dataset.summary(),
         "notes": dataset.notes + config.notes,
         "metrics": metrics,
+        "selection": getattr(dataset, "selection", None),
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped": stopped,

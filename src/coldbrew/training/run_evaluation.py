@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from coldbrew.config import load_saved_config, make_config
-from coldbrew.data.dataset import SPLITS
+from coldbrew.data.dataset import EVALUATION_SPLITS
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.plan import check_cold_candidates
 from coldbrew.evaluation.protocols import check_protocol
@@ -111,13 +111,14 @@ def evaluate_run(
         )
     configure_process(target)
     started = time.perf_counter()
-    metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in SPLITS))
+    metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in EVALUATION_SPLITS))
     result = {
         "run": str(run_dir),
         "data": config.data,
         "protocol": config.protocol,
         "cold_candidates": config.cold_candidates,
         "text_encoder": config.text_encoder,
+        "selection": getattr(dataset, "selection", None),
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),
