@@ -95,3 +95,17 @@ def test_summary_shows_both_halves():
     assert {"val_cold", "report_cold", "test_cold"} <= set(summary)
     assert summary["report_cold"]["items"] > 0
     assert summary["selection"] == {"report_share": 0.5, "selection_seed": 0}
+
+
+def test_a_kind_with_one_item_stays_in_the_select_half():
+    """Selection needs val: an item alone of its kind is never moved to report."""
+    import scipy.sparse as sp
+
+    dataset = random_dataset()
+    cold_item = int(dataset.cold_items[0])
+    only = sp.csr_matrix(dataset.splits["val"]["cold"].shape, dtype=np.float32).tolil()
+    only[7, cold_item] = 1.0
+    dataset.splits["val"] = {"cold": only.tocsr()}
+    carved = carve_report(dataset, 0.9, 0)
+    assert "report" not in carved.splits
+    assert carved.splits["val"]["cold"].nnz == 1

@@ -42,16 +42,16 @@ def val_items(dataset: Dataset) -> np.ndarray:
 
 def report_items(dataset: Dataset, share: float, seed: int) -> np.ndarray:
     """Sorted ids of the val items that ``report`` gets: ``share`` of val's cold items and
-    ``share`` of its warm items (each rounded; each half keeps at least one where a kind has
-    two or more), drawn by ``seed``."""
+    ``share`` of its warm items (each rounded; the select half always keeps one of a kind val
+    has, and the report half gets one where there are two or more), drawn by ``seed``."""
     items = val_items(dataset)
     rng = np.random.default_rng([int(seed), 0x5E1EC7])
     chosen = []
     for kind in (dataset.cold_mask[items], ~dataset.cold_mask[items]):  # cold first, then warm
         pool = items[kind]
-        count = int(np.floor(share * len(pool) + 0.5))
+        count = min(int(np.floor(share * len(pool) + 0.5)), len(pool) - 1)  # select keeps one
         if share > 0 and len(pool) >= 2:
-            count = min(max(count, 1), len(pool) - 1)
+            count = max(count, 1)
         chosen.append(rng.permutation(pool)[:count])
     return np.sort(np.concatenate(chosen)).astype(np.int64)
 

@@ -58,7 +58,9 @@ def load_best_model(
     checkpoint_path = run_dir / BEST
     if not checkpoint_path.exists():
         raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
-    dataset = load_run_dataset(config)
+    from coldbrew.tasks import select_and_report
+
+    dataset = select_and_report(load_run_dataset(config), config)  # as the run cut it
     target = resolve_device(config.device)
     model = build_model(config.model, dataset, config)
     load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
