@@ -109,3 +109,10 @@ def test_a_kind_with_one_item_stays_in_the_select_half():
     carved = carve_report(dataset, 0.9, 0)
     assert "report" not in carved.splits
     assert carved.splits["val"]["cold"].nnz == 1
+
+
+def test_options_default_to_a_half_and_the_original_protocol_keeps_val_whole():
+    assert make_config({}).report_share == 0.5 and make_config({}).selection_seed == 0
+    assert make_config({"protocol": "original"}).report_share == 0.0
+    given = make_config({"protocol": "original", "report_share": 0.5})
+    assert given.report_share == 0.5  # given options win over the protocol's

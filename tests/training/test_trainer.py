@@ -41,6 +41,11 @@ def test_training_beats_random_on_cold_items(dataset, tmp_path):
     assert results["epochs_run"] == 4 and 1 <= results["best_epoch"] <= 4
     assert set(results["metrics"]) == {"val", "report", "test"}
     assert results["selection"]["report_share"] == 0.5
+    assert results["headline"] == {
+        "key": "report/cold/recall@20",
+        "value": cold,
+        "chosen_on_same_items": False,
+    }
     assert set(results["metrics"]["test"]) == {"all", "warm", "cold"}
     for key in ("train_seconds", "eval_seconds", "samples_per_second"):
         assert results["timing"][key] > 0

@@ -60,9 +60,7 @@ def _columns(matrix: sp.csr_matrix, keep: np.ndarray) -> sp.csr_matrix:
     """``matrix`` with only the entries whose column is marked in ``keep`` (CSR, same shape)."""
     coo = matrix.tocoo()
     inside = keep[coo.col]
-    out = sp.csr_matrix(
-        (coo.data[inside], (coo.row[inside], coo.col[inside])), shape=matrix.shape
-    )
+    out = sp.csr_matrix((coo.data[inside], (coo.row[inside], coo.col[inside])), shape=matrix.shape)
     out.sort_indices()
     return out
 
@@ -120,4 +118,3 @@ def carve_report(
     return dataclasses.replace(
         dataset, splits=splits, notes=list(dataset.notes), selection=selection
     )
-

@@ -113,7 +113,9 @@ def evaluate_run(
         )
     configure_process(target)
     started = time.perf_counter()
-    metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in EVALUATION_SPLITS))
+    metrics = task.evaluate_splits(
+        model, tuple(split for split in wanted if split in EVALUATION_SPLITS)
+    )
     result = {
         "run": str(run_dir),
         "data": config.data,
