@@ -53,6 +53,7 @@ PROTOCOL_DEFAULTS = {
         "epochs": 1000,
         "early_stop_metric": "all/recall@10",
         "distinct_negatives": True,
+        "report_share": 0.0,  # the original selects and reports on the same validation items
         # the model settings of the original README's MovieLens command
         "num_neg": 128,
         "reg_weight": 0.1,
@@ -121,6 +122,20 @@ class TrainConfig:
         "items a split's cold users are ranked over: all (every cold item, as CLCRec) or split "
         "(the split's own cold items; the other split's are no candidate for any group)",
         choices=("all", "split"),
+    )
+    report_share: float = option(
+        0.5,
+        "share of validation items moved to the report half: every choice (best epoch, search, "
+        "blend weights) reads the rest, every reported figure reads it; 0: none (val chooses "
+        "and reports, as the original CLCRec)",
+        minimum=0,
+        maximum=0.95,
+    )
+    selection_seed: int = option(
+        0,
+        "draws the report half of validation items (the same for every run seed and model)",
+        minimum=0,
+        maximum=MAX_SEED,
     )
     patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
     eval_chunk_elements: int | None = option(

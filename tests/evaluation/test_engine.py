@@ -195,3 +195,64 @@ def test_bad_sources_raise_clear_errors():
         )
     with pytest.raises(ColdbrewError, match="protocol"):
         evaluate_dataset(dataset, user_vectors=users, item_vectors=items, protocol="paper")
+
+
+@pytest.mark.parametrize("cold_candidates", ["all", "split"])
+@pytest.mark.parametrize("chunking", CHUNKINGS, ids=["one", "users", "blocks", "tiny"])
+def test_nine_pairs_in_one_pass_equal_each_split_alone(cold_candidates, chunking):
+    """val, report and test × all, warm, cold: 9 (split, group) pairs, more than a byte holds
+    (the bits are int16 words); one pass equals each split evaluated alone (a byte each) and
+    the plain per-user loop."""
+    from coldbrew.data.selection import carve_report
+    from coldbrew.evaluation.plan import cold_items_of
+
+    dataset = carve_report(random_dataset(), 0.5, 0)
+    assert sum(len(dataset.groups(split)) for split in ("val", "report", "test")) == 9
+    users, items = integer_vectors(seed=3)
+    scores = (users @ items.T).numpy()
+    options = {"ks": (1, 5, 10), "cold_candidates": cold_candidates, **chunking}
+    splits = ("val", "report", "test")
+    together = evaluate_dataset(
+        dataset, user_vectors=users, item_vectors=items, splits=splits, **options
+    )
+    alone = {
+        split: evaluate_dataset(
+            dataset, user_vectors=users, item_vectors=items, splits=(split,), **options
+        )[split]
+        for split in splits
+    }
+    assert_same(together, alone)
+    expected = {}
+    for split in splits:
+        cold = cold_items_of(dataset, split, cold_candidates)
+        candidates = {"all": np.union1d(dataset.warm_items, cold), "warm": None, "cold": cold}
+        candidates["warm"] = dataset.warm_items
+        expected[split] = {
+            group: coldbrew_reference(
+                scores, dataset.train, positives, candidates[group], (1, 5, 10)
+            )
+            for group, positives in dataset.groups(split).items()
+        }
+    assert_same(together, expected)
+
+
+@pytest.mark.parametrize("pairs", [8, 9, 15, 16, 31])
+@pytest.mark.parametrize("table_bytes", [0, 1 << 20], ids=["searchsorted", "table"])
+def test_pair_positives_bits_of_many_pairs(pairs, table_bytes):
+    """Every pair's bit comes back whatever the word width (byte, int16, int32), by the dense
+    table and by searchsorted alike; more than 31 pairs is refused."""
+    import scipy.sparse as sp
+
+    from coldbrew.evaluation.plan import PairPositives
+
+    rng = np.random.default_rng(pairs)
+    matrices = [sp.csr_matrix(rng.random((6, 9)) < 0.3) for _ in range(pairs)]
+    users = np.array([0, 2, 3, 5])
+    positives = PairPositives(matrices, users, torch.device("cpu"), table_bytes)
+    listed = torch.arange(9).expand(len(users), -1)
+    bits = positives.lookup(listed, 0, len(users)).to(torch.int64)
+    for index, matrix in enumerate(matrices):
+        held = torch.as_tensor(matrix.toarray()[users].astype(np.int64))
+        assert torch.equal((bits >> index) & 1, held)
+    with pytest.raises(ColdbrewError, match="at most 31"):
+        PairPositives(matrices * 4, users, torch.device("cpu"))

@@ -45,9 +45,17 @@ def test_a_table_of_single_and_multi_seed_runs(tmp_path):
     ]
     header, rows = compare_table(runs)
     assert header == [
-        "run", "model", "data", "seeds", "lr",
-        "val/cold/recall@20", "val/cold/ndcg@20", "best epoch", "s to best", "samples/s",
-    ]  # fmt: skip
+        "run",
+        "model",
+        "data",
+        "seeds",
+        "lr",
+        "val (chose)/cold/recall@20",
+        "val (chose)/cold/ndcg@20",
+        "best epoch",
+        "s to best",
+        "samples/s",
+    ]  # fmt: skip  (runs without a report half: val, marked as the items that chose)
     # recall 0.10, 0.14: mean 0.12; std sqrt(((-0.02)^2 + 0.02^2) / 1) = 0.0283
     # seconds to best: 2 x 11 = 22 and 4 x 11 = 44: mean 33, std sqrt((121 + 121) / 1) = 15.6
     assert rows[0] == [
@@ -68,7 +76,7 @@ def test_cli_compare_and_its_refusal(tmp_path, capsys):
     second = write(tmp_path / "b", single_run(1, 0.002, 0.2, 2))
     assert main(["compare", first, second, "--metric", "val/cold/ndcg@20"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "val/cold/ndcg@20" in lines[0] and "recall" not in lines[0]
+    assert "val (chose)/cold/ndcg@20" in lines[0] and "recall" not in lines[0]
     assert "lr" not in lines[0].split()  # same settings: no settings column
     assert lines[2].split()[4] == "0.1000"
     with pytest.raises(ColdbrewError, match="no results.json"):
@@ -85,3 +93,15 @@ def test_evaluate_names_the_seed_runs_of_a_multi_seed_run(tmp_path, capsys):
     (tmp_path / "seeds.json").write_text('{"seeds": [1, 2]}')
     assert main(["evaluate", "--run", str(tmp_path)]) == 2
     assert "multi-seed run: evaluate one seed's run" in capsys.readouterr().err
+
+
+def test_runs_with_a_report_half_are_compared_on_it(tmp_path):
+    """The default columns are report's: the validation items no choice read."""
+    results = single_run(1, 0.002, 0.30, 2)  # val (the half that chose): 0.30
+    results["metrics"]["report"] = {"cold": {"recall@20": 0.11, "ndcg@20": 0.05}}
+    results["metrics"]["test"] = {"cold": {"recall@20": 0.09, "ndcg@20": 0.04}}
+    header, rows = compare_table([write(tmp_path / "run", results)])
+    assert header[4:8] == [
+        "report/cold/recall@20", "report/cold/ndcg@20", "test/cold/recall@20", "test/cold/ndcg@20",
+    ]  # fmt: skip
+    assert rows[0][4:8] == ["0.1100", "0.0500", "0.0900", "0.0400"]

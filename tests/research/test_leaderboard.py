@@ -37,14 +37,17 @@ def test_the_board_is_the_mean_and_std_of_each_seeds_own_evaluation(board):
             for seed in (1, 2)
         ]
         assert {entry["cold_candidates"] for entry in per_seed} == {convention}
-        values = [entry["metrics"]["val"]["cold"]["recall@20"] for entry in per_seed]
-        cell = row["metrics"][convention]["val"]["cold"]["recall@20"]
+        values = [entry["metrics"]["report"]["cold"]["recall@20"] for entry in per_seed]
+        cell = row["metrics"][convention]["report"]["cold"]["recall@20"]
         assert cell["mean"] == pytest.approx(statistics.mean(values))
         assert cell["std"] == pytest.approx(statistics.stdev(values))
     # the default convention's scores are the ones the seed's own training wrote
     trained = json.loads((out / "clcrec" / "seed-1" / "results.json").read_text())
     evaluated = json.loads((out / "clcrec" / "seed-1" / "evaluation-all.json").read_text())
-    assert evaluated["metrics"]["val"]["cold"] == pytest.approx(trained["metrics"]["val"]["cold"])
+    for split in ("val", "report"):
+        assert evaluated["metrics"][split]["cold"] == pytest.approx(
+            trained["metrics"][split]["cold"]
+        )
     written = json.loads((out / "leaderboard.json").read_text())
     assert written["rows"][0]["metrics"] == json.loads(json.dumps(row["metrics"]))
     assert "| clcrec |" in (out / "leaderboard.md").read_text()
@@ -90,4 +93,17 @@ def test_leaderboard_command_prints_the_table(tmp_path, capsys):
     argv = ["leaderboard", "--models", "clcrec", "--seeds", "3", "--out", str(out), "--quiet"]
     assert main([*argv, *flags, "--no-plot", "--markdown"]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("| model |") and "split val/cold recall@20" in printed
+    assert printed.startswith("| model |") and "split report/cold recall@20" in printed
+    assert "val" not in printed  # the items that chose are not reported
+
+
+def test_the_table_shows_report_and_test_and_marks_val_where_there_is_no_report():
+    from coldbrew.research.leaderboard import table_cells
+
+    cell = {"recall@20": {"mean": 0.2, "std": None, "n": 1, "values": [0.2]}}
+    honest = {"all": {"val": {"cold": cell}, "report": {"cold": cell}, "test": {"cold": cell}}}
+    header, _ = table_cells([{"model": "a", "metrics": honest, "wall_seconds": {"mean": 1}}])
+    assert header == ["model", "all report/cold recall@20", "all test/cold recall@20", "seconds"]
+    whole = {"all": {"val": {"cold": cell}}}  # report_share 0: val chose and reports
+    header, _ = table_cells([{"model": "a", "metrics": whole, "wall_seconds": {"mean": 1}}])
+    assert header == ["model", "all val (chose)/cold recall@20", "seconds"]

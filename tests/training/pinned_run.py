@@ -24,6 +24,7 @@ SETTINGS = {
     "quiet": True,
     "epochs": 3,
     "seed": 5,
+    "report_share": 0.0,  # validation whole, as when the numbers were pinned
 }
 
 

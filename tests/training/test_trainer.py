@@ -34,12 +34,18 @@ def dataset():
 
 def test_training_beats_random_on_cold_items(dataset, tmp_path):
     results = train(make_config(FAST), tmp_path / "run", dataset=dataset)
-    cold = results["metrics"]["val"]["cold"]["recall@20"]
+    cold = results["metrics"]["report"]["cold"]["recall@20"]  # items no choice read
     num_cold = len(dataset.cold_items)
     # a random ranking of the cold items finds about 20 / num_cold of each user's positives
     assert cold > 2 * 20 / num_cold
     assert results["epochs_run"] == 4 and 1 <= results["best_epoch"] <= 4
-    assert set(results["metrics"]) == {"val", "test"}
+    assert set(results["metrics"]) == {"val", "report", "test"}
+    assert results["selection"]["report_share"] == 0.5
+    assert results["headline"] == {
+        "key": "report/cold/recall@20",
+        "value": cold,
+        "chosen_on_same_items": False,
+    }
     assert set(results["metrics"]["test"]) == {"all", "warm", "cold"}
     for key in ("train_seconds", "eval_seconds", "samples_per_second"):
         assert results["timing"][key] > 0
@@ -180,7 +186,8 @@ def test_final_results_reuse_the_best_epochs_validation(tmp_path, monkeypatch):
     monkeypatch.setattr(RecommendationTask, "evaluate_splits", counting)
     config = make_config({"data": "synthetic:small", "epochs": 2, "quiet": True, "num_neg": 8})
     results = train(config, tmp_path / "run")
-    assert evaluated == ["val", "val", "test"]  # one validation per epoch, then test once
+    # one validation (the select half) per epoch, then report and test once, in one pass
+    assert evaluated == ["val", "val", "report", "test"]
     best = results["history"][results["best_epoch"] - 1]
     assert best["epoch"] == results["best_epoch"]
     assert results["metrics"]["val"] == best["val"]

@@ -69,10 +69,13 @@ def test_a_model_with_nothing_to_train_is_evaluated_once(content_dot, tmp_path):
     assert results["epochs_run"] == 1 and results["best_epoch"] == 1
     assert results["history"][0]["losses"] == {}
     expected = ContentDot(dataset)
+    from coldbrew.data.selection import carve_report
     from coldbrew.evaluation.model import evaluate_model
 
-    direct = evaluate_model(expected.eval(), dataset, ("val", "test"), ks=[10, 20, 50])
-    for split in ("val", "test"):
+    carved = carve_report(dataset, 0.5, 0)  # the run's data: val cut into select and report
+    splits = ("val", "report", "test")
+    direct = evaluate_model(expected.eval(), carved, splits, ks=[10, 20, 50])
+    for split in splits:
         for group, metrics in direct[split].items():
             assert results["metrics"][split][group] == pytest.approx(metrics), (split, group)
     assert (tmp_path / "run" / "best.pt").exists()

@@ -84,8 +84,12 @@ def run_blend(args: argparse.Namespace) -> int:
         overrides["cold_candidates"] = args.cold_candidates
     log = (lambda _: None) if args.quiet else print
     results = blend(runs, args.out, weights=weights, overrides=overrides, log=log)
-    cold = results["metrics"].get("val", {}).get("cold", {})
-    print(f"blend in {args.out}: val cold recall@20 {cold.get('recall@20', float('nan')):.4f}")
+    from coldbrew.research.summary import reported_split
+
+    split, label = reported_split(results["metrics"])
+    cold = results["metrics"].get(split, {}).get("cold", {})
+    value = cold.get("recall@20", float("nan"))
+    print(f"blend in {args.out}: {label} cold recall@20 {value:.4f} (weights chosen on val)")
     return 0
 
 

@@ -140,7 +140,7 @@ def print_seed_table(results: dict) -> None:
     for split, groups in (results.get("metrics") or {}).items():
         for group, values in groups.items():
             cells = "  ".join(f"{name}={format_mean_std(value)}" for name, value in values.items())
-            print(f"{split:5s} {group:5s} {cells}")
+            print(f"{'val(chose)' if split == 'val' else split:10s} {group:5s} {cells}")
     timing = results.get("timing") or {}
     print(
         f"seeds {seeds}: best epoch {format_mean_std(results.get('best_epoch'), 1)}; "

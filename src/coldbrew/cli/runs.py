@@ -42,6 +42,15 @@ def add_parsers(commands) -> None:
     info.add_argument(
         "--trust-pickle", action="store_true", help="allow the original CLCRec pickled .npy files"
     )
+    info.add_argument(
+        "--report-share",
+        default="0.5",
+        help="share of validation items shown as the report half, as train cuts it (default: "
+        "0.5; 0: none)",
+    )
+    info.add_argument(
+        "--selection-seed", default="0", help="seed of the report half (default: 0, as train)"
+    )
     info.add_argument("--json", action="store_true", help="print one JSON object")
     convert = data.add_parser(
         "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
@@ -92,9 +101,9 @@ def add_parsers(commands) -> None:
     )
     evaluate.add_argument(
         "--split",
-        choices=["val", "test"],
+        choices=["val", "report", "test"],
         action="append",
-        help="default: every split the data has",
+        help="default: every split the data has (val: the half that chose; report: the rest)",
     )
     evaluate.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     evaluate.add_argument(
@@ -131,11 +140,16 @@ def default_run_dir(model: str) -> str:
     return f"runs/{model}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def split_label(split: str) -> str:
+    """How a table names a split: val is the half of validation that chose (best epoch, ...)."""
+    return "val(chose)" if split == "val" else split
+
+
 def print_metrics_table(metrics: dict) -> None:
     for split, groups in metrics.items():
         for group, values in groups.items():
             cells = "  ".join(f"{name}={value:.4f}" for name, value in values.items())
-            print(f"{split:5s} {group:5s} {cells}")
+            print(f"{split_label(split):10s} {group:5s} {cells}")
 
 
 def train_config(args: argparse.Namespace):
@@ -268,6 +282,10 @@ def run_data(args: argparse.Namespace) -> int:
     seed = coerce("seed", args.seed, int, from_text=True)
     if not 0 <= seed <= MAX_SEED:
         raise ColdbrewError(f"option 'seed' must be in 0..{MAX_SEED}, not {seed}")
+    from coldbrew.data.selection import carve_report
+
+    share = coerce("report_share", args.report_share, float, from_text=True)
+    selection_seed = coerce("selection_seed", args.selection_seed, int, from_text=True)
     dataset = load_dataset(
         args.data,
         trust_pickle=args.trust_pickle,
@@ -275,6 +293,7 @@ def run_data(args: argparse.Namespace) -> int:
         seed=seed,
         text_encoder=args.text_encoder,
     )
+    dataset = carve_report(dataset, share, selection_seed)  # the halves a run sees
     summary = dataset.summary()
     if dataset.item_text is not None and "text" in dataset.features:
         summary["text_encoder"] = args.text_encoder

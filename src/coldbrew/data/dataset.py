@@ -16,7 +16,10 @@ import torch
 
 from coldbrew.errors import DataError
 
-SPLITS = ("val", "test")
+SPLITS = ("val", "test")  # what loaders produce
+# what is evaluated: "report" is carved out of a loader's "val" (``coldbrew.data.selection``):
+# every choice reads "val" (the selection half), every reported figure "report" (and "test")
+EVALUATION_SPLITS = ("val", "report", "test")
 GROUPS = ("all", "warm", "cold")
 # Loaders draw their splits with this seed unless told otherwise: the training default
 # (``TrainConfig.seed``), so ``data info``, ``bench`` and ``train`` describe the same split.
@@ -71,6 +74,7 @@ class Dataset:
     notes: list[str] = field(default_factory=list)
     item_text: list[str] | None = None  # one text per item, when the source has titles
     user_text: list[str] | None = None  # one text per user, when the source describes users
+    selection: dict | None = None  # how val was cut into select/report (coldbrew.data.selection)
 
     def __post_init__(self) -> None:
         self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
@@ -96,8 +100,10 @@ class Dataset:
         return self.known if self.known is not None else self.train
 
     def groups(self, split: str) -> dict[str, sp.csr_matrix]:
-        if split not in SPLITS:
-            raise DataError(f"unknown split {split!r}; expected one of {', '.join(SPLITS)}")
+        if split not in EVALUATION_SPLITS:
+            raise DataError(
+                f"unknown split {split!r}; expected one of {', '.join(EVALUATION_SPLITS)}"
+            )
         return self.splits.get(split, {})
 
     def describe(self) -> str:
@@ -118,12 +124,17 @@ class Dataset:
                 for name, f in self.features.items()
             },
         }
-        for split in SPLITS:
+        for split in EVALUATION_SPLITS:
             for group, matrix in self.groups(split).items():
                 out[f"{split}_{group}"] = {
                     "users": int(np.count_nonzero(np.diff(matrix.indptr))),
+                    "items": int(len(np.unique(matrix.indices))),
                     "interactions": int(matrix.nnz),
                 }
+        if self.selection is not None:
+            out["selection"] = {
+                key: self.selection[key] for key in ("report_share", "selection_seed")
+            }
         return out
 
     # ------------------------------------------------------------------ validation
@@ -150,7 +161,7 @@ class Dataset:
         if self.known is not None:
             _check_matrix(self.known, expected, f"{self.name}: known interactions")
         for split, groups in self.splits.items():
-            if split not in SPLITS:
+            if split not in EVALUATION_SPLITS:
                 raise DataError(f"{self.name}: unknown split {split!r}")
             for group, matrix in groups.items():
                 if group not in GROUPS:

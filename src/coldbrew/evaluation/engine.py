@@ -243,7 +243,7 @@ def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
     empty = (
         torch.empty(rows, 0, device=device),
         torch.empty(rows, 0, dtype=torch.int64, device=device),
-        torch.empty(rows, 0, dtype=torch.uint8, device=device),
+        torch.empty(rows, 0, dtype=plan.positives.bits.dtype, device=device),
     )
     bits = []
     for entries in plan.recipes:  # merge the lists a group ranks: (B, <= top)

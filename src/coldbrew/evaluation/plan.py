@@ -102,19 +102,30 @@ def make_part(train: sp.csr_matrix, users: np.ndarray, items: np.ndarray, device
     )
 
 
+MAX_PAIRS = 31  # bits of an int32, the widest bit word
+
+
+def bits_dtype(pairs: int) -> torch.dtype:
+    """The narrowest integer that holds a bit per pair: a byte for up to 8 pairs (val and test
+    × 3 groups), int16 for up to 15 (val, report and test × 3 groups: 9), else int32."""
+    if pairs > MAX_PAIRS:
+        raise ColdbrewError(f"at most {MAX_PAIRS} (split, group) pairs at once, got {pairs}")
+    return torch.uint8 if pairs <= 8 else torch.int16 if pairs <= 15 else torch.int32
+
+
 class PairPositives:
-    """The held-out positives of up to 8 (split, group) pairs over the same rows: sorted keys
-    ``row * num_items + item``, each with a byte whose bit j says pair j holds it.
+    """The held-out positives of up to 31 (split, group) pairs over the same rows: sorted keys
+    ``row * num_items + item``, each with a bit word (``bits_dtype``) whose bit j says pair j
+    holds it.
 
     ``num_positives`` (``(L, N)`` host counts) counts every positive, candidate or not (recall's
     denominator, as in the original). ``lookup`` finds the bits of a chunk's listed items: in a
-    dense ``rows × num_items`` byte table, reused from chunk to chunk, while it fits in
+    dense ``rows × num_items`` table of bit words, reused from chunk to chunk, while it fits in
     ``table_bytes``; else a ``searchsorted`` in the chunk's keys.
     """
 
     def __init__(self, matrices, users: np.ndarray, device, table_bytes: int = 0):
-        if len(matrices) > 8:  # SPLITS × GROUPS is 6 pairs
-            raise ColdbrewError(f"at most 8 (split, group) pairs at once, got {len(matrices)}")
+        dtype = bits_dtype(len(matrices))
         combined, counts = None, []
         for index, matrix in enumerate(matrices):
             matrix = canonical(matrix)[users]  # every stored entry is a positive
@@ -126,7 +137,7 @@ class PairPositives:
         self.num_items = combined.shape[1]
         rows = np.repeat(np.arange(len(users), dtype=np.int64), np.diff(combined.indptr))
         self.keys = to_device(rows * self.num_items + combined.indices, device)  # sorted
-        self.bits = torch.as_tensor(combined.data.astype(np.uint8), device=device)
+        self.bits = torch.as_tensor(combined.data.astype(np.int64), device=device).to(dtype)
         self.row_starts = combined.indptr.astype(np.int64)  # (N + 1,) on the host
         self.num_positives = np.stack(counts)  # (L, N)
         self.table_bytes = table_bytes
@@ -138,9 +149,10 @@ class PairPositives:
         keys = self.keys[start:stop] - first * self.num_items  # the chunk's keys, local rows
         bits = self.bits[start:stop]
         size = (last - first) * self.num_items
+        word_bytes = bits.element_size()
         rows = torch.arange(last - first, device=items.device)[:, None]  # (B, 1)
         query = rows * self.num_items + items  # (B, W), row-major: each row reads its region
-        if size <= self.table_bytes:
+        if size * word_bytes <= self.table_bytes:
             if self.table is None or self.table.numel() < size:
                 self.table = torch.zeros(size, dtype=bits.dtype, device=items.device)
             self.table[keys] = bits

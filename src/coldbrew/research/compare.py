@@ -3,8 +3,10 @@
 A row per run directory (a single run, or a multi-seed run shown as mean ± std over its
 seeds): model, data, seeds, the settings that differ between the runs, the best epoch's metrics,
 the best epoch, seconds of training and validation to the end of the best epoch, samples/s.
-The metrics shown by default are the monitored one and NDCG at the same cut-off, on validation
-and (where the runs have it) on test; ``metrics`` names others as ``split/section/metric``.
+The metrics shown by default are the monitored one and NDCG at the same cut-off, on ``report``
+(the validation items no choice read, ``coldbrew.data.selection``; ``val`` for a run without
+it, its column marked as also the items that chose) and (where the runs have it) on test;
+``metrics`` names others as ``split/section/metric``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.summary import format_mean_std, is_aggregate, run_summary
+from coldbrew.research.summary import (
+    format_mean_std,
+    is_aggregate,
+    reported_split,
+    run_summary,
+)
 
 IGNORED_SETTINGS = {"seed", "data", "model", "quiet", "log_every", "notes", "device"}
 
@@ -45,16 +52,15 @@ def summary_of(results: Mapping[str, Any]) -> dict[str, Any]:
 
 def default_metrics(all_results: Sequence[Mapping[str, Any]]) -> list[str]:
     """``split/section/metric`` keys: each run's monitored metric and NDCG at its cut-off, on
-    val, then on test where a run has test metrics."""
+    report (val where the run has no report), then on test where a run has test metrics."""
     keys: list[str] = []
     for results in all_results:
         monitor = (results.get("early_stop") or {}).get("monitor") or ""
         section, _, metric = monitor.partition("/")
         _, at, cutoff = metric.partition("@")
         names = [metric] + ([f"ndcg@{cutoff}"] if at and not metric.startswith("ndcg") else [])
-        splits = ["val"] + (
-            ["test"] if "test" in (summary_of(results).get("metrics") or {}) else []
-        )
+        recorded = summary_of(results).get("metrics") or {}
+        splits = [reported_split(recorded)[0]] + (["test"] if "test" in recorded else [])
         keys += [f"{split}/{section}/{name}" for split in splits for name in names if section]
     return list(dict.fromkeys(keys))
 
@@ -94,6 +100,12 @@ def differing_settings(all_results: Sequence[Mapping[str, Any]]) -> list[str]:
     return differing
 
 
+def column_name(key: str) -> str:
+    """A metric key as a column title: ``val`` is marked as the items that chose."""
+    split, _, rest = key.partition("/")
+    return f"val (chose)/{rest}" if split == "val" else key
+
+
 def _number(value: Any, digits: int) -> str:
     if is_aggregate(value):
         return format_mean_std(value, digits)
@@ -111,7 +123,7 @@ def compare_table(
     if metrics:
         check_metric_keys(metric_keys, [summary_of(results) for results in all_results])
     settings = differing_settings(all_results)
-    header = ["run", "model", "data", "seeds", *settings, *metric_keys]
+    header = ["run", "model", "data", "seeds", *settings, *map(column_name, metric_keys)]
     header += ["best epoch", "s to best", "samples/s"]
     rows = []
     for run_dir, results in zip(run_dirs, all_results, strict=True):

@@ -12,8 +12,9 @@ The table: per model, mean ± std over seeds of each metric for every split, gro
 convention the data has, and the seconds a seed's run took. Resumable: a model whose seeds all
 finished is not trained again (its settings must be the ones given now), and an evaluation
 already written is read back. Writes ``leaderboard.json``, ``leaderboard.md`` and, with
-matplotlib, ``leaderboard.png`` (validation cold Recall@20 per model and convention, with the
-seeds' standard deviation as error bars).
+matplotlib, ``leaderboard.png`` (report cold Recall@20 per model and convention, with the
+seeds' standard deviation as error bars). The table reports ``report`` (the validation items no
+choice read, ``coldbrew.data.selection``) and ``test``; never the items that chose.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.summary import format_mean_std, mean_std
+from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 CONVENTIONS = ("all", "split")
 METRICS = ("recall@20", "ndcg@20")
@@ -205,9 +206,17 @@ def leaderboard(
     return board
 
 
+def shown(split: str) -> str:
+    """A split as a column names it: ``val`` is marked as the items that chose."""
+    return "val (chose)" if split == "val" else split
+
+
 def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     """Column names ``convention split/group metric`` for every measured combination, and the
-    rows' ``mean ± std`` text."""
+    rows' ``mean ± std`` text. The splits shown are those that report: ``report`` (the
+    validation items no choice read) and ``test``; ``val`` (the items that chose: best epoch,
+    blend weights) only where the runs have no report half, marked so. leaderboard.json keeps
+    every split."""
     keys = []
     for row in rows:
         for convention, splits in row["metrics"].items():
@@ -215,7 +224,9 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
                 for group, names in groups.items():
                     keys += [(convention, split, group, name) for name in names]
     keys = list(dict.fromkeys(keys))
-    header = ["model"] + [f"{c} {s}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
+    reported = {c for c, s, _, _ in keys if s == "report"}
+    keys = [key for key in keys if not (key[1] == "val" and key[0] in reported)]
+    header = ["model"] + [f"{c} {shown(s)}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
     cells = []
     for row in rows:
         values = [row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m) for c, s, g, m in keys]
@@ -232,8 +243,8 @@ def format_board(header: list[str], cells: list[list[str]], *, markdown: bool = 
 
 
 def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) -> Path | None:
-    """Bars of val cold Recall@20 (else the first group measured) per model and convention,
-    with the seeds' standard deviation as error bars."""
+    """Bars of report cold Recall@20 (val where there is no report half; else the first group
+    measured) per model and convention, with the seeds' standard deviation as error bars."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -246,9 +257,11 @@ def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) 
     for index, convention in enumerate(conventions):
         means, errors = [], []
         for row in rows:
-            val = row["metrics"].get(convention, {}).get("val", {})
-            group = "cold" if "cold" in val else next(iter(val), None)
-            value = val.get(group, {}).get("recall@20") or {}
+            measured = row["metrics"].get(convention, {})
+            split, label = reported_split(measured)
+            groups = measured.get(split, {})
+            group = "cold" if "cold" in groups else next(iter(groups), None)
+            value = groups.get(group, {}).get("recall@20") or {}
             means.append(value.get("mean") or 0.0)
             errors.append(value.get("std") or 0.0)
         positions = [position + index * width for position in range(len(rows))]
@@ -257,7 +270,7 @@ def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) 
         [position + width * (len(conventions) - 1) / 2 for position in range(len(rows))]
     )
     axis.set_xticklabels([row["model"] for row in rows])
-    axis.set_ylabel("val cold Recall@20 (mean ± std over seeds)")
+    axis.set_ylabel(f"{label} cold Recall@20 (mean ± std over seeds)")
     axis.legend(fontsize=8)
     figure.savefig(path, dpi=100)
     return path

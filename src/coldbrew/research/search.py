@@ -45,6 +45,7 @@ class DataCache:
         options = config.model_options
         key = (config.model, config.data, str(config.resolved_features()), config.trust_pickle)
         key += (config.seed, getattr(options, "series", None))
+        key += (config.report_share, config.selection_seed)
         if key not in self.loaded:
             self.loaded[key] = load_run_dataset(config)
         return self.loaded[key]

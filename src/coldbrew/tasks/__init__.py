@@ -10,23 +10,37 @@ from typing import Any
 
 
 def load_data(name: str, config: Any) -> Any:
-    """The data of task ``name`` for a run's ``config``: a ``Dataset`` for recommendation, a
+    """The data of task ``name`` for a run's ``config``: a ``Dataset`` for recommendation (its
+    validation cut into select and report halves, ``coldbrew.data.selection``), a
     ``DailySeries`` for forecasting."""
     if name == "recommendation":
         from coldbrew.data import load_dataset
 
-        return load_dataset(
+        dataset = load_dataset(
             config.data,
             trust_pickle=config.trust_pickle,
             features=config.resolved_features(),
             seed=config.seed,
             text_encoder=config.text_encoder,
         )
+        return select_and_report(dataset, config)
     if name == "forecasting":
         from coldbrew.data.series import load_series
 
         return load_series(config.data, config.model_options.series, seed=config.seed)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
+
+
+def select_and_report(data: Any, config: Any) -> Any:
+    """A recommendation ``Dataset`` with val cut into select/report as ``config`` says (once:
+    a dataset cut the same way already is returned as it is); any other data unchanged."""
+    from coldbrew.data.dataset import Dataset
+
+    if not isinstance(data, Dataset):
+        return data
+    from coldbrew.data.selection import carve_report
+
+    return carve_report(data, config.report_share, config.selection_seed)
 
 
 def build_task(

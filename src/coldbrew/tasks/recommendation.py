@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from coldbrew.config import TrainConfig, parse_monitor
-from coldbrew.data.dataset import SPLITS, Dataset
+from coldbrew.data.dataset import EVALUATION_SPLITS, Dataset
 from coldbrew.data.sampling import NegativeSampler
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.model import evaluate_model
@@ -178,4 +178,4 @@ class RecommendationTask(Task):
         )
 
     def splits(self) -> tuple[str, ...]:
-        return tuple(split for split in SPLITS if self.dataset.groups(split))
+        return tuple(split for split in EVALUATION_SPLITS if self.dataset.groups(split))

@@ -158,7 +158,12 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed) -> dict:
-    dataset = dataset if dataset is not None else load_run_dataset(config)
+    from coldbrew.tasks import select_and_report
+
+    # a dataset given whole (tests, the demo) is cut into select/report here as a loaded one is
+    dataset = (
+        select_and_report(dataset, config) if dataset is not None else load_run_dataset(config)
+    )
     if config.auto_batch_size:
         resolve_auto_batch(config, dataset, distributed)
     options = {"hooks": hooks, "distributed": distributed}
@@ -292,6 +297,18 @@ def final_metrics(trainer: Trainer, run_dir: Path) -> dict:
     return {split: metrics[split] for split in task.splits() if split in metrics}
 
 
+def headline(metrics: dict, monitor) -> dict | None:
+    """The figure a run is reported by: its monitored metric on ``report``, the validation
+    items no choice read (``coldbrew.data.selection``), else on ``val`` marked as also the
+    items that chose (``report_share`` 0, or a task without the cut)."""
+    split = "report" if "report" in metrics else "val"
+    value = metrics.get(split, {}).get(monitor.section, {}).get(monitor.metric)
+    if value is None:
+        return None
+    key = f"{split}/{monitor.section}/{monitor.metric}"
+    return {"key": key, "value": value, "chosen_on_same_items": split == "val"}
+
+
 def finish_run(
     trainer: Trainer, dataset: Dataset, run_dir: Path, stopped: str, wall: float, metrics: dict
 ) -> dict:
@@ -301,10 +318,12 @@ def finish_run(
         "dataset": dataset.summary(),
         "notes": dataset.notes + config.notes,
         "metrics": metrics,
+        "selection": getattr(dataset, "selection", None),
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped": stopped,
         "early_stop": {"monitor": monitor.key, "mode": monitor.mode, "best": state.best_score},
+        "headline": headline(metrics, monitor),
         "timing": {
             "train_seconds": state.train_seconds,
             "eval_seconds": state.eval_seconds,

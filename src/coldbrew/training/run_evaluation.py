@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from coldbrew.config import load_saved_config, make_config
-from coldbrew.data.dataset import SPLITS
+from coldbrew.data.dataset import EVALUATION_SPLITS
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.plan import check_cold_candidates
 from coldbrew.evaluation.protocols import check_protocol
@@ -58,7 +58,9 @@ def load_best_model(
     checkpoint_path = run_dir / BEST
     if not checkpoint_path.exists():
         raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
-    dataset = load_run_dataset(config)
+    from coldbrew.tasks import select_and_report
+
+    dataset = select_and_report(load_run_dataset(config), config)  # as the run cut it
     target = resolve_device(config.device)
     model = build_model(config.model, dataset, config)
     load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
@@ -111,13 +113,16 @@ def evaluate_run(
         )
     configure_process(target)
     started = time.perf_counter()
-    metrics = task.evaluate_splits(model, tuple(split for split in wanted if split in SPLITS))
+    metrics = task.evaluate_splits(
+        model, tuple(split for split in wanted if split in EVALUATION_SPLITS)
+    )
     result = {
         "run": str(run_dir),
         "data": config.data,
         "protocol": config.protocol,
         "cold_candidates": config.cold_candidates,
         "text_encoder": config.text_encoder,
+        "selection": getattr(dataset, "selection", None),
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading
         "device": device_name(target),
