@@ -142,7 +142,7 @@ class MARec(Recommender):
         *,
         ease_lambda: float = 300.0,
         alignment: float = 1.0,
-        neighbors: int = 0,
+        neighbors: int = 100,
         negative_weight: float = 0.2,
     ):
         super().__init__()

@@ -71,7 +71,7 @@ class Ridge(TeacherModel):
         teacher: Teacher | None,
         *,
         dim: int = 64,
-        ridge_lambda: float = 10.0,
+        ridge_lambda: float = 1.0,
         map_warm: bool = False,
     ):
         super().__init__(num_users, num_items, cold_items, teacher, dim)
