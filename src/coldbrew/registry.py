@@ -23,6 +23,8 @@ from coldbrew.models.heater_config import HeaterOptions
 from coldbrew.models.knn_config import KNNOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.lstm_config import LSTMOptions
+from coldbrew.models.marec_config import MARecOptions
+from coldbrew.models.ridge_config import RidgeOptions
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,23 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "content KNN: cold items average their content neighbours' backbone vectors",
         teacher=True,
+        trains=False,
+    ),
+    "ridge": ModelSpec(
+        "ridge",
+        RidgeOptions,
+        "coldbrew.models.ridge:build",
+        "recommendation",
+        "ridge: a closed-form linear map from content to the backbone's item vectors",
+        teacher=True,
+        trains=False,
+    ),
+    "marec": ModelSpec(
+        "marec",
+        MARecOptions,
+        "coldbrew.models.marec:build",
+        "recommendation",
+        "MARec (Monteil et al. 2024): closed-form EASE whose cold columns follow content",
         trains=False,
     ),
     "bpr": ModelSpec(
