@@ -32,6 +32,8 @@ MARKER = re.compile(r"<!--\s*options:\s*([\w-]+)\s*-->")
 FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 BENCHMARKS_LINK = re.compile(r"\]\((?:\.\./)+BENCHMARKS\.md")
+# in BENCHMARKS.md (at the root, included by docs/benchmarks.md) a page is docs/PAGE.md
+ROOT_DOCS_LINK = re.compile(r"\]\(docs/")
 
 # flags of the other tools the pages show (torchrun, pip, pytest, tensorboard, mkdocs)
 OTHER_TOOLS_FLAGS = {
@@ -145,5 +147,7 @@ def on_page_markdown(markdown: str, page, **kwargs) -> str:
     expanded = expand(markdown)
     for flag in unknown_flags(expanded):
         log.warning("%s: %s is no option of any coldbrew command", page.file.src_uri, flag)
+    if page.file.src_uri == "benchmarks.md":
+        expanded = ROOT_DOCS_LINK.sub("](", expanded)
     depth = page.file.src_uri.count("/")
     return BENCHMARKS_LINK.sub("](" + "../" * depth + "benchmarks.md", expanded)

@@ -77,6 +77,13 @@ def test_links_to_the_root_benchmarks_file_point_at_the_site_copy(hooks):
     assert out == "[a](../benchmarks.md)"
 
 
+def test_the_benchmarks_pages_links_into_docs_are_site_links(hooks):
+    # BENCHMARKS.md sits at the root, so it links docs/baselines.md; the site's page is a sibling
+    out = hooks.on_page_markdown("[b](docs/baselines.md#x)", page("benchmarks.md"))
+    assert out == "[b](baselines.md#x)"
+    assert hooks.on_page_markdown("[b](docs/x.md)", page("gpu.md")) == "[b](docs/x.md)"
+
+
 def test_every_page_names_only_flags_that_exist(hooks):
     """The site's own pages, as the build sees them (``make docs`` also checks links)."""
     pages = sorted((ROOT / "docs").rglob("*.md"))
