@@ -147,7 +147,8 @@ def on_page_markdown(markdown: str, page, **kwargs) -> str:
     expanded = expand(markdown)
     for flag in unknown_flags(expanded):
         log.warning("%s: %s is no option of any coldbrew command", page.file.src_uri, flag)
-    if page.file.src_uri == "benchmarks.md":
-        expanded = ROOT_DOCS_LINK.sub("](", expanded)
+    if page.file.src_uri == "benchmarks.md":  # the root file itself, its docs/ links made siblings
+        root_file = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+        expanded = expanded.replace('--8<-- "BENCHMARKS.md"', ROOT_DOCS_LINK.sub("](", root_file))
     depth = page.file.src_uri.count("/")
     return BENCHMARKS_LINK.sub("](" + "../" * depth + "benchmarks.md", expanded)
