@@ -13,6 +13,7 @@ import coldbrew
 from coldbrew.cli import main
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.topk import tie_keys
 from coldbrew.training.run import train
 from teacher_support import with_svd_teacher  # noqa: F401  (the fixture used below)
 
@@ -141,13 +142,16 @@ def test_an_all_zero_item_vector_and_a_user_without_history_say_so(clcrec_run):
         loaded.recommend(user=int(without[0]), k=3)
 
 
-def test_equal_scores_are_listed_in_id_order_whatever_k(clcrec_run, monkeypatch):
+def test_equal_scores_are_listed_in_tie_key_order_whatever_k(clcrec_run, monkeypatch):
     loaded = coldbrew.load_run(clcrec_run)
     flat = torch.zeros(1, loaded.dataset.num_items)
     flat[0, 50] = 1.0  # one item above, every other item tied
     monkeypatch.setattr(loaded.model, "score_users", lambda users: flat.clone())
     seen = set(loaded.dataset.train[3].indices.tolist())
+    keys = tie_keys(loaded.dataset.num_items)
     unseen = [item for item in range(loaded.dataset.num_items) if item not in seen and item != 50]
+    unseen.sort(key=lambda item: keys[item])  # ties by the evaluator's key, not by id
+    assert unseen[:10] != sorted(unseen)[:10]
     for k in (3, 10, 40):
         items = [row["item"] for row in loaded.recommend(user=3, k=k)]
         assert items == ([50] if 50 not in seen else []) + unseen[: k - (50 not in seen)]

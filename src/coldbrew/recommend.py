@@ -75,7 +75,7 @@ class LoadedRun:
                 stacklevel=3,
             )
         scores[torch.as_tensor(seen, dtype=torch.long, device=scores.device)] = -torch.inf
-        values, items = top_by_score_then_id(scores, min(k, dataset.num_items - len(seen)))
+        values, items = top_by_score_then_key(scores, min(k, dataset.num_items - len(seen)))
         cold = set(dataset.cold_items.tolist())
         texts = dataset.item_text
         return [
@@ -97,7 +97,7 @@ class LoadedRun:
                 texts=None if text is None else [text], features=features
             )
             scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
-        values, users = top_by_score_then_id(scores, min(k, len(scores)))
+        values, users = top_by_score_then_key(scores, min(k, len(scores)))
         return [
             {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
             for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
@@ -108,11 +108,15 @@ def is_integer(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def top_by_score_then_id(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``k`` highest of ``scores`` (n,), equal scores in id order, as the evaluator ranks
-    them, so a list does not depend on ``k`` (``torch.topk`` orders ties arbitrarily)."""
-    values, order = torch.sort(scores, descending=True, stable=True)  # stable: lower id first
-    return values[:k], order[:k]
+def top_by_score_then_key(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` highest of ``scores`` (n,), equal scores in the order of their ids' tie keys
+    (``coldbrew.evaluation.topk.tie_keys``), as the evaluator ranks them: a list does not
+    depend on ``k`` (``torch.topk`` orders ties arbitrarily) nor on the order of the ids."""
+    from coldbrew.evaluation.topk import tie_keys
+
+    by_key = torch.from_numpy(tie_keys(len(scores))).argsort().to(scores.device)
+    values, position = torch.sort(scores[by_key], descending=True, stable=True)
+    return values[:k], by_key[position[:k]]
 
 
 def one_item_vector(features: np.ndarray | torch.Tensor) -> np.ndarray:

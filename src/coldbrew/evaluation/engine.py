@@ -5,7 +5,8 @@
 * a group ranks a union of parts (warm items, cold items): per chunk of users each part is
   scored, its training items overwritten with ``-inf`` (``1e-15`` in the original protocol,
   ``coldbrew.evaluation.protocols``) and its top ``max(ks)`` kept under one total order, score
-  then item id (``coldbrew.evaluation.topk``), so lists never depend on chunking or device;
+  then the item's tie key, a fixed permutation of the ids (``coldbrew.evaluation.topk``), so
+  lists never depend on chunking, device or the order of the ids;
   a group's list is its parts' lists merged (``coldbrew.evaluation.plan``);
 * one lookup per part's list says which (split, group) pairs hold each listed item as a
   positive (a bit per pair); the bits travel with their items through the merges, giving a
@@ -162,11 +163,11 @@ class ScoreBuffer:
 
 
 def part_top_k(
-    scorer, prepared, part: Part, first: int, last: int, top: int, width: int, fill, buffer
+    scorer, prepared, part: Part, first: int, last: int, top: int, width: int, fill, buffer, keys
 ):
     """Top ``top`` (values, item ids) of a part for rows ``[first, last)``, over column blocks
     of ``width`` scored into ``buffer`` (a ``ScoreBuffer``); the rows' training items are
-    ``fill`` (never ranked when ``-inf``)."""
+    ``fill`` (never ranked when ``-inf``); ``keys``: every item's tie key."""
     start, stop = int(part.seen_indptr[first]), int(part.seen_indptr[last])
     seen_rows, seen_columns = part.seen_rows[start:stop] - first, part.seen_columns[start:stop]
     best = None
@@ -177,12 +178,11 @@ def part_top_k(
         with one_thread(prepared.device):
             inside = (seen_columns >= start) & (seen_columns < start + scores.shape[1])
             scores[seen_rows[inside], seen_columns[inside] - start] = fill
-        values, columns = top_k(scores, top)
+        values, columns = top_k(scores, top, part.keys[start:stop])
         with one_thread(prepared.device):
-            block = (values, columns + start)
-            best = block if best is None else merge_top_k([best, block], top)
-    values, columns = best
-    return values, part.items[columns]
+            block = (values, part.items[columns + start])
+            best = block if best is None else merge_top_k([best, block], top, keys)
+    return best
 
 
 @torch.no_grad()
@@ -215,7 +215,9 @@ def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progr
         last = min(first + rows_per_chunk, num_users)
         prepared = source.prepare(plan.users[first:last])
         lists = {
-            name: part_top_k(scorer, prepared, part, first, last, plan.top, width, fill, buffer)
+            name: part_top_k(
+                scorer, prepared, part, first, last, plan.top, width, fill, buffer, plan.keys
+            )
             for name, (part, scorer, width) in parts.items()
         }
         for name, ids in plan.fillers.items():  # every item of that part has the mask score
@@ -248,7 +250,7 @@ def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
     bits = []
     for entries in plan.recipes:  # merge the lists a group ranks: (B, <= top)
         values, _, found = merge_top_k(
-            [lists[name] for name in entries if name in lists] or [empty], plan.top
+            [lists[name] for name in entries if name in lists] or [empty], plan.top, plan.keys
         )
         found = found * (values != MINUS_INFINITY)  # a masked (seen) item is never a hit
         bits.append(torch.nn.functional.pad(found, (0, plan.top - found.shape[1])))  # misses

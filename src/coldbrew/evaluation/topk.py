@@ -1,23 +1,37 @@
-"""Top K under one total order: higher score first, and among equal scores the lower item id.
+"""Top K under one total order: higher score first, and among equal scores the lower tie key.
 
 ``torch.topk`` breaks ties arbitrarily (the choice depends on the algorithm, the device and the
 width of the row), so two rankings of the same scores can disagree on which of several equal
 items enter the top K. Equal scores are common: items with the same content get the same
-embedding, and masked items share one score. With one total order the top K of a row is a
-function of its scores alone, so a ranking cut into column blocks, or split into warm and cold
-parts and merged, equals the ranking of the whole row, and matches a plain
-``sorted(items, key=-score)`` (a stable sort keeps equal scores in id order): the tests'
-reference.
+embedding, masked items share one score, and a model without content (BPR-MF) scores every
+cold item 0. With one total order the top K of a row is a function of its scores alone, so a
+ranking cut into column blocks, or split into warm and cold parts and merged, equals the
+ranking of the whole row, and matches a plain ``sorted(items, key=lambda i: (-score[i],
+key[i]))``: the tests' reference.
+
+The tie key (``tie_keys``) is a fixed pseudo-random permutation of the ids, the same for every
+run on data of that size: ranking ties by id would leak the id order into the metrics (in
+MovieLens low ids are popular films, so a model that scores every cold item alike scored far
+above random). A fixed key keeps runs comparable and every list deterministic.
 
 Cost: ``topk(K + 1)`` instead of ``topk(K)``; a row whose K + 1 best hold two equal scores (few,
-unless many items share a score) is re-ranked by a stable sort of the whole row.
+unless many items share a score) is re-ranked by a stable sort of the whole row in key order.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
 import torch
+
+TIE_SEED = 0x7AB1E5  # fixed, not the run's seed: every run on the same data breaks ties alike
+
+
+def tie_keys(count: int) -> np.ndarray:
+    """``(count,)`` int64: ``key[id]``, each id's place among equal scores (a permutation of
+    ``range(count)`` drawn from ``TIE_SEED`` and ``count``)."""
+    return np.random.default_rng([TIE_SEED, count]).permutation(count).astype(np.int64)
 
 
 @contextmanager
@@ -40,9 +54,10 @@ def one_thread(device: torch.device):
         torch.set_num_threads(threads)
 
 
-def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k(scores: torch.Tensor, k: int, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``min(k, width)`` best ``(values, columns)`` of each row of ``scores`` (B, width),
-    without NaN, in rank order: value descending, then column ascending."""
+    without NaN, in rank order: value descending, then ``keys`` (width,) ascending (the
+    columns' distinct tie keys)."""
     width = scores.shape[1]
     k = min(k, width)
     if k == 0:
@@ -55,30 +70,40 @@ def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     values, columns = values[:, :k], columns[:, :k]
     if tied_rows.numel():
-        exact_values, exact_columns = scores[tied_rows].sort(dim=1, descending=True, stable=True)
+        by_key = keys.argsort()  # the columns in key order; a stable sort keeps it for ties
+        exact_values, position = scores[tied_rows][:, by_key].sort(
+            dim=1, descending=True, stable=True
+        )
+        exact_columns = by_key[position]
         values, columns = values.clone(), columns.clone()
         values[tied_rows], columns[tied_rows] = exact_values[:, :k], exact_columns[:, :k]
     return values, columns
 
 
-def rank_order(values: torch.Tensor, ids: torch.Tensor, *extras: torch.Tensor) -> tuple:
-    """Sort each row of ``(values, ids, *extras)`` by value descending, then id ascending.
+def rank_order(
+    values: torch.Tensor, ids: torch.Tensor, *extras: torch.Tensor, keys: torch.Tensor
+) -> tuple:
+    """Sort each row of ``(values, ids, *extras)`` by value descending, then by the ids' tie
+    key ``keys[ids]`` ascending (``keys``: ``(num_ids,)``, distinct).
 
     ``extras`` are tensors aligned with ``ids`` (one entry per listed item) that follow them.
     """
-    ids, order = ids.sort(dim=1)
-    values = values.gather(1, order)
+    _, order = keys[ids].sort(dim=1)
+    values, ids = values.gather(1, order), ids.gather(1, order)
     extras = [extra.gather(1, order) for extra in extras]
     values, order = values.sort(dim=1, descending=True, stable=True)
     return (values, ids.gather(1, order), *(extra.gather(1, order) for extra in extras))
 
 
-def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Tensor, ...]:
-    """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists.
+def merge_top_k(
+    parts: list[tuple[torch.Tensor, ...]], k: int, keys: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists, equal
+    values in the order of their ids' tie keys ``keys[ids]``.
 
     The parts hold disjoint ids; ``extras`` (same shape as ``ids``) travel with their items.
-    Exact when every part is its own items' top list under the same order (``top_k``). One
-    sort by value; only rows holding two equal values are sorted by id too.
+    Exact when every part is its own items' top list under the same order (``top_k`` with each
+    column's key). One sort by value; only rows holding two equal values are sorted by key too.
     """
     parts = [part for part in parts if part[1].shape[1]] or parts[:1]
     if len(parts) == 1:
@@ -88,6 +113,8 @@ def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Te
     merged = [values, *(tensor.gather(1, order) for tensor in aligned)]
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     if tied_rows.numel():
-        for tensor, rows in zip(merged, rank_order(*(t[tied_rows] for t in merged)), strict=True):
+        for tensor, rows in zip(
+            merged, rank_order(*(t[tied_rows] for t in merged), keys=keys), strict=True
+        ):
             tensor[tied_rows] = rows
     return tuple(tensor[:, :k] for tensor in merged)
