@@ -170,6 +170,7 @@ class Plan:
     parts: dict[str, Part]  # the parts ranked
     fillers: dict[str, torch.Tensor]  # "filler NAME" -> (1, F) part NAME's lowest-key ids
     keys: torch.Tensor  # (num_items,) every item's tie key
+    cold_part: dict[str, str]  # split -> the name of the part holding its cold candidates
     positives: PairPositives
     metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
     num_users: list[int]  # (L,) users with a positive, per pair
@@ -222,6 +223,7 @@ def make_plan(
             if name.startswith(FILLER)
         },
         keys=to_device(keys, device),
+        cold_part={split: cold[split] for split, _ in wanted},
         positives=positives,
         metric_sums=MetricSums(to_device(positives.num_positives, device), ks, top),
         num_users=np.count_nonzero(positives.num_positives, axis=1).tolist(),
