@@ -75,7 +75,9 @@ class LoadedRun:
                 stacklevel=3,
             )
         scores[torch.as_tensor(seen, dtype=torch.long, device=scores.device)] = -torch.inf
-        values, items = top_by_score_then_key(scores, min(k, dataset.num_items - len(seen)))
+        values, items = top_by_score_then_key(
+            scores, min(k, dataset.num_items - len(seen)), shift=user_shift(dataset, row)
+        )
         cold = set(dataset.cold_items.tolist())
         texts = dataset.item_text
         return [
@@ -108,13 +110,23 @@ def is_integer(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def top_by_score_then_key(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def user_shift(dataset, row: int) -> int:
+    """The user's rotation of the tie keys, as the evaluator uses it."""
+    from coldbrew.evaluation.topk import tie_shifts
+
+    return int(tie_shifts(dataset.num_users, dataset.num_items)[row])
+
+
+def top_by_score_then_key(
+    scores: torch.Tensor, k: int, shift: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` highest of ``scores`` (n,), equal scores in the order of their ids' tie keys
-    (``coldbrew.evaluation.topk.tie_keys``), as the evaluator ranks them: a list does not
-    depend on ``k`` (``torch.topk`` orders ties arbitrarily) nor on the order of the ids."""
+    (``coldbrew.evaluation.topk.tie_keys``, rotated by ``shift``), as the evaluator ranks them:
+    a list does not depend on ``k`` (``torch.topk`` orders ties arbitrarily) nor on id order."""
     from coldbrew.evaluation.topk import tie_keys
 
-    by_key = torch.from_numpy(tie_keys(len(scores))).argsort().to(scores.device)
+    keys = (torch.from_numpy(tie_keys(len(scores))) + shift) % max(len(scores), 1)
+    by_key = keys.argsort().to(scores.device)
     values, position = torch.sort(scores[by_key], descending=True, stable=True)
     return values[:k], by_key[position[:k]]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew.evaluation.topk import merge_top_k, rank_order, tie_keys, top_k
+from coldbrew.evaluation.topk import merge_top_k, rank_order, tie_keys, tie_shifts, top_k
 
 
 def reference_top(row: list[float], keys: list[int], k: int) -> list[int]:
@@ -80,3 +80,24 @@ def test_rank_order_sorts_ties_by_key_and_carries_extras():
     assert sorted_ids.tolist() == [[9, 5, 3, 7]]
     assert sorted_values.tolist() == [[2.0, 2.0, 2.0, 1.0]]
     assert extra.tolist() == [[109, 105, 103, 107]]
+
+
+@pytest.mark.parametrize("levels", [2, 1000])
+def test_rotated_keys_per_row_equal_a_sort_on_score_then_rotated_key(levels):
+    # row r ranks ties by (key + shift[r]) % 40: top_k, merge_top_k and the plain sort agree
+    scores = tie_heavy_scores(30, 40, levels, seed=levels + 1)
+    keys = torch.from_numpy(tie_keys(40))
+    shift = torch.from_numpy(tie_shifts(30, 40))
+    assert len(set(shift.tolist())) > 10
+    values, columns = top_k(scores, 7, keys, shift, 40)
+    halves = [torch.arange(0, 40, 2), torch.arange(1, 40, 2)]
+    parts = []
+    for half in halves:
+        part_values, local = top_k(scores[:, half], 7, keys[half], shift, 40)
+        parts.append((part_values, half[local]))
+    merged_values, merged_ids = merge_top_k(parts, 7, keys, shift)
+    for row in range(30):
+        rotated = ((keys + shift[row]) % 40).tolist()
+        expected = reference_top(scores[row].tolist(), rotated, 7)
+        assert columns[row].tolist() == expected == merged_ids[row].tolist()
+    assert torch.equal(values, merged_values)

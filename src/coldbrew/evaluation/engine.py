@@ -5,8 +5,8 @@
 * a group ranks a union of parts (warm items, cold items): per chunk of users each part is
   scored, its training items overwritten with ``-inf`` (``1e-15`` in the original protocol,
   ``coldbrew.evaluation.protocols``) and its top ``max(ks)`` kept under one total order, score
-  then the item's tie key, a fixed permutation of the ids (``coldbrew.evaluation.topk``), so
-  lists never depend on chunking, device or the order of the ids;
+  then the item's tie key, a fixed permutation of the ids rotated per user
+  (``coldbrew.evaluation.topk``), so lists never depend on chunking, device or id order;
   a group's list is its parts' lists merged (``coldbrew.evaluation.plan``);
 * one lookup per part's list says which (split, group) pairs hold each listed item as a
   positive (a bit per pair); the bits travel with their items through the merges, giving a
@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import check_ks, metric_names
-from coldbrew.evaluation.plan import Part, Plan, check_cold_candidates, make_plan
+from coldbrew.evaluation.plan import Part, Plan, check_cold_candidates, lowest_keys, make_plan
 from coldbrew.evaluation.protocols import check_protocol, mask_value
 from coldbrew.evaluation.sources import (
     EmbeddingScores,
@@ -190,11 +190,13 @@ def part_top_k(
     fill,
     buffer,
     keys,
+    shift,
     spread: bool = False,
 ):
     """Top ``top`` (values, item ids) of a part for rows ``[first, last)``, over column blocks
     of ``width`` scored into ``buffer`` (a ``ScoreBuffer``); the rows' training items are
-    ``fill`` (never ranked when ``-inf``); ``keys``: every item's tie key. With ``spread``, also
+    ``fill`` (never ranked when ``-inf``); ``keys``: every item's tie key, rotated per row by
+    ``shift`` (``topk.top_k``). With ``spread``, also
     whether some row's scores (before masking) differ: a bool on the device, else None."""
     first, last = rows
     start, stop = int(part.seen_indptr[first]), int(part.seen_indptr[last])
@@ -211,10 +213,10 @@ def part_top_k(
         with one_thread(prepared.device):
             inside = (seen_columns >= start) & (seen_columns < start + scores.shape[1])
             scores[seen_rows[inside], seen_columns[inside] - start] = fill
-        values, columns = top_k(scores, top, part.keys[start:stop])
+        values, columns = top_k(scores, top, part.keys[start:stop], shift, len(keys))
         with one_thread(prepared.device):
             block = (values, part.items[columns + start])
-            best = block if best is None else merge_top_k([best, block], top, keys)
+            best = block if best is None else merge_top_k([best, block], top, keys, shift)
     return best, (high > low).any() if spread else None
 
 
@@ -264,13 +266,14 @@ def _rank_all(
                 fill,
                 buffer,
                 plan.keys,
+                plan.shifts[first:last],
                 spread,
             )
             if spread:  # no host sync: an or on the device
                 index = cold_parts.index(name)
                 varies[index] = varies[index] | differs
-        for name, ids in plan.fillers.items():  # every item of that part has the mask score
-            ids = ids.expand(last - first, -1)  # (B, F)
+        for name, filler in plan.fillers.items():  # every item of that part has the mask score
+            ids = lowest_keys(filler, plan.shifts[first:last], plan.top, len(plan.keys))
             lists[name] = (
                 torch.full(ids.shape, fill, dtype=prepared.dtype, device=ids.device),
                 ids,
@@ -281,16 +284,16 @@ def _rank_all(
                 name: (values, ids, plan.positives.lookup(ids, first, last))
                 for name, (values, ids) in lists.items()
             }
-            totals += plan.metric_sums(_hits(plan, lists, last - first), first, last)
+            totals += plan.metric_sums(_hits(plan, lists, first, last), first, last)
         bar.update(last - first)
     bar.close()
     return totals, varies
 
 
-def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
+def _hits(plan: Plan, lists: dict, first: int, last: int) -> torch.Tensor:
     """``(L, B, top)`` hits of every (split, group) pair from the lists ``(values, ids, bits)``
-    of a chunk of ``rows`` users."""
-    device = plan.users.device
+    of the chunk of users ``[first, last)``."""
+    device, rows, shift = plan.users.device, last - first, plan.shifts[first:last]
     empty = (
         torch.empty(rows, 0, device=device),
         torch.empty(rows, 0, dtype=torch.int64, device=device),
@@ -299,7 +302,10 @@ def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
     bits = []
     for entries in plan.recipes:  # merge the lists a group ranks: (B, <= top)
         values, _, found = merge_top_k(
-            [lists[name] for name in entries if name in lists] or [empty], plan.top, plan.keys
+            [lists[name] for name in entries if name in lists] or [empty],
+            plan.top,
+            plan.keys,
+            shift,
         )
         found = found * (values != MINUS_INFINITY)  # a masked (seen) item is never a hit
         bits.append(torch.nn.functional.pad(found, (0, plan.top - found.shape[1])))  # misses

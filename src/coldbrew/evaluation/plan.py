@@ -5,9 +5,9 @@
   on its columns, to mask before ranking.
 * A (split, group) pair ranks a union of parts (``recipe``): its top K is the merge of its
   parts' top Ks, exact because equal scores rank by the items' tie keys everywhere (a fixed
-  permutation of the ids, ``topk.tie_keys``). In the original protocol the warm and cold groups
-  also list the other group's items, every one at ``1e-15``: those of lowest key (a "filler"),
-  as a sort on (score, key) would.
+  permutation of the ids, ``topk.tie_keys``, rotated per user, ``topk.tie_shifts``). In the
+  original protocol the warm and cold groups also list the other group's items, every one at
+  ``1e-15``: the user's lowest keys among them (a "filler"), as a sort on (score, key) would.
 * ``PairPositives`` says, for a chunk's listed items, which pairs hold each as a positive.
 
 Cold candidates: ``"all"`` ranks every cold item for every split (CLCRec's convention);
@@ -27,7 +27,7 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import MetricSums
-from coldbrew.evaluation.topk import tie_keys
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 
 COLD_CANDIDATES = ("all", "split")
 FILLER = "filler "  # a recipe entry "filler NAME": part NAME's lowest keys at the mask score
@@ -168,8 +168,9 @@ class Plan:
     recipes: list[tuple[str, ...]]  # the distinct lists to rank
     recipe_of_pair: torch.Tensor  # (L,) index into recipes
     parts: dict[str, Part]  # the parts ranked
-    fillers: dict[str, torch.Tensor]  # "filler NAME" -> (1, F) part NAME's lowest-key ids
+    fillers: dict[str, tuple]  # "filler NAME" -> part NAME's (sorted keys, ids in key order)
     keys: torch.Tensor  # (num_items,) every item's tie key
+    shifts: torch.Tensor  # (N,) each user's rotation of the keys (``topk.tie_shifts``)
     cold_part: dict[str, str]  # split -> the name of the part holding its cold candidates
     positives: PairPositives
     metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
@@ -218,11 +219,12 @@ def make_plan(
             if not name.startswith(FILLER)
         },
         fillers={
-            name: to_device(lowest_keys(items[name[len(FILLER) :]], keys, top), device)
+            name: in_key_order(items[name[len(FILLER) :]], keys, device)
             for name in names
             if name.startswith(FILLER)
         },
         keys=to_device(keys, device),
+        shifts=to_device(tie_shifts(dataset.num_users, dataset.num_items)[users], device),
         cold_part={split: cold[split] for split, _ in wanted},
         positives=positives,
         metric_sums=MetricSums(to_device(positives.num_positives, device), ks, top),
@@ -231,6 +233,17 @@ def make_plan(
     )
 
 
-def lowest_keys(items: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
-    """``(1, <= count)``: the ``count`` of ``items`` with the lowest tie keys, in key order."""
-    return items[np.argsort(keys[items], kind="stable")[:count]].reshape(1, -1)
+def in_key_order(items: np.ndarray, keys: np.ndarray, device) -> tuple:
+    """``(sorted keys, items in key order)`` of ``items``, on the device."""
+    order = np.argsort(keys[items], kind="stable")
+    return to_device(keys[items][order], device), to_device(items[order], device)
+
+
+def lowest_keys(filler: tuple, shift: torch.Tensor, count: int, modulus: int) -> torch.Tensor:
+    """``(B, min(count, C))``: per row, the filler part's items of lowest rotated tie key
+    ``(key + shift[row]) % modulus``, in that order (``topk.top_k``'s rule)."""
+    sorted_keys, items = filler
+    count = min(count, len(items))
+    start = torch.searchsorted(sorted_keys, modulus - shift)  # (B,) first key >= modulus - s
+    steps = torch.arange(count, device=items.device)
+    return items[(steps + start[:, None]) % max(len(items), 1)]

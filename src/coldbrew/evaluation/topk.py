@@ -34,6 +34,20 @@ def tie_keys(count: int) -> np.ndarray:
     return np.random.default_rng([TIE_SEED, count]).permutation(count).astype(np.int64)
 
 
+def tie_shifts(num_users: int, num_items: int) -> np.ndarray:
+    """``(num_users,)`` int64: each user's rotation of the item keys, so that user ``u`` ranks
+    equal scores by ``(key[item] + shift[u]) % num_items``. Without it every user would list
+    the same tied items (one random draw); rotated, each user's tied list starts elsewhere in
+    the key order, so a model that scores items alike ranks them as chance does on average."""
+    rng = np.random.default_rng([TIE_SEED, num_users, num_items])
+    return rng.integers(0, max(num_items, 1), num_users).astype(np.int64)
+
+
+def row_keys(keys: torch.Tensor, shift: torch.Tensor | None, modulus: int) -> torch.Tensor:
+    """``keys`` (..., W) as seen by each row: ``(keys + shift[:, None]) % modulus``."""
+    return keys if shift is None else (keys + shift[:, None]) % modulus
+
+
 @contextmanager
 def one_thread(device: torch.device):
     """Run a stretch of small ops on one CPU thread.
@@ -54,10 +68,17 @@ def one_thread(device: torch.device):
         torch.set_num_threads(threads)
 
 
-def top_k(scores: torch.Tensor, k: int, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k(
+    scores: torch.Tensor,
+    k: int,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    modulus: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``min(k, width)`` best ``(values, columns)`` of each row of ``scores`` (B, width),
-    without NaN, in rank order: value descending, then ``keys`` (width,) ascending (the
-    columns' distinct tie keys)."""
+    without NaN, in rank order: value descending, then tie key ascending: ``keys`` (width,),
+    the columns' distinct keys in ``[0, modulus)``, seen by row ``r`` as ``(keys + shift[r]) %
+    modulus`` when ``shift`` (B,) is given (``tie_shifts``)."""
     width = scores.shape[1]
     k = min(k, width)
     if k == 0:
@@ -70,25 +91,37 @@ def top_k(scores: torch.Tensor, k: int, keys: torch.Tensor) -> tuple[torch.Tenso
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     values, columns = values[:, :k], columns[:, :k]
     if tied_rows.numel():
-        by_key = keys.argsort()  # the columns in key order; a stable sort keeps it for ties
-        exact_values, position = scores[tied_rows][:, by_key].sort(
-            dim=1, descending=True, stable=True
+        sorted_keys, by_key = keys.sort()  # the columns in key order
+        if shift is None:
+            order = by_key.expand(len(tied_rows), -1)
+        else:  # rotated keys: the row's order starts at its first key >= modulus - shift
+            start = torch.searchsorted(sorted_keys, modulus - shift[tied_rows])
+            steps = torch.arange(width, device=scores.device)
+            order = by_key[(steps + start[:, None]) % width]
+        # a stable sort on value keeps the key order among equal values
+        exact_values, position = (
+            scores[tied_rows].gather(1, order).sort(dim=1, descending=True, stable=True)
         )
-        exact_columns = by_key[position]
+        exact_columns = order.gather(1, position)
         values, columns = values.clone(), columns.clone()
         values[tied_rows], columns[tied_rows] = exact_values[:, :k], exact_columns[:, :k]
     return values, columns
 
 
 def rank_order(
-    values: torch.Tensor, ids: torch.Tensor, *extras: torch.Tensor, keys: torch.Tensor
+    values: torch.Tensor,
+    ids: torch.Tensor,
+    *extras: torch.Tensor,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
 ) -> tuple:
     """Sort each row of ``(values, ids, *extras)`` by value descending, then by the ids' tie
-    key ``keys[ids]`` ascending (``keys``: ``(num_ids,)``, distinct).
+    key ``keys[ids]`` ascending (``keys``: ``(num_ids,)``, distinct; rotated by ``shift[row]``
+    modulo ``num_ids`` when given).
 
     ``extras`` are tensors aligned with ``ids`` (one entry per listed item) that follow them.
     """
-    _, order = keys[ids].sort(dim=1)
+    _, order = row_keys(keys[ids], shift, len(keys)).sort(dim=1)
     values, ids = values.gather(1, order), ids.gather(1, order)
     extras = [extra.gather(1, order) for extra in extras]
     values, order = values.sort(dim=1, descending=True, stable=True)
@@ -96,10 +129,14 @@ def rank_order(
 
 
 def merge_top_k(
-    parts: list[tuple[torch.Tensor, ...]], k: int, keys: torch.Tensor
+    parts: list[tuple[torch.Tensor, ...]],
+    k: int,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists, equal
-    values in the order of their ids' tie keys ``keys[ids]``.
+    values in the order of their ids' tie keys ``keys[ids]`` (each row's rotated by
+    ``shift[row]`` modulo ``len(keys)`` when given, as ``top_k``).
 
     The parts hold disjoint ids; ``extras`` (same shape as ``ids``) travel with their items.
     Exact when every part is its own items' top list under the same order (``top_k`` with each
@@ -114,7 +151,13 @@ def merge_top_k(
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     if tied_rows.numel():
         for tensor, rows in zip(
-            merged, rank_order(*(t[tied_rows] for t in merged), keys=keys), strict=True
+            merged,
+            rank_order(
+                *(t[tied_rows] for t in merged),
+                keys=keys,
+                shift=None if shift is None else shift[tied_rows],
+            ),
+            strict=True,
         ):
             tensor[tied_rows] = rows
     return tuple(tensor[:, :k] for tensor in merged)
