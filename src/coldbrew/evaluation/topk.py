@@ -7,12 +7,14 @@ embedding, masked items share one score, and a model without content (BPR-MF) sc
 cold item 0. With one total order the top K of a row is a function of its scores alone, so a
 ranking cut into column blocks, or split into warm and cold parts and merged, equals the
 ranking of the whole row, and matches a plain ``sorted(items, key=lambda i: (-score[i],
-key[i]))``: the tests' reference.
+(key[i] + shift[user]) % num_items))``: the tests' reference.
 
-The tie key (``tie_keys``) is a fixed pseudo-random permutation of the ids, the same for every
-run on data of that size: ranking ties by id would leak the id order into the metrics (in
-MovieLens low ids are popular films, so a model that scores every cold item alike scored far
-above random). A fixed key keeps runs comparable and every list deterministic.
+The tie key (``tie_keys``) is a fixed pseudo-random permutation of the ids, rotated per user
+(``tie_shifts``), the same for every run on data of that size: ranking ties by id would leak
+the id order into the metrics (in MovieLens low ids are popular films, so a model that scores
+every cold item alike scored far above random), and one order for every user would list the
+same tied items for all (one random draw, far from chance on popular-skewed data). Fixed keys
+keep runs comparable and every list deterministic.
 
 Cost: ``topk(K + 1)`` instead of ``topk(K)``; a row whose K + 1 best hold two equal scores (few,
 unless many items share a score) is re-ranked by a stable sort of the whole row in key order.
