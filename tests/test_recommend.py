@@ -13,6 +13,7 @@ import coldbrew
 from coldbrew.cli import main
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.training.run import train
 from teacher_support import with_svd_teacher  # noqa: F401  (the fixture used below)
 
@@ -141,13 +142,17 @@ def test_an_all_zero_item_vector_and_a_user_without_history_say_so(clcrec_run):
         loaded.recommend(user=int(without[0]), k=3)
 
 
-def test_equal_scores_are_listed_in_id_order_whatever_k(clcrec_run, monkeypatch):
+def test_equal_scores_are_listed_in_tie_key_order_whatever_k(clcrec_run, monkeypatch):
     loaded = coldbrew.load_run(clcrec_run)
     flat = torch.zeros(1, loaded.dataset.num_items)
     flat[0, 50] = 1.0  # one item above, every other item tied
     monkeypatch.setattr(loaded.model, "score_users", lambda users: flat.clone())
     seen = set(loaded.dataset.train[3].indices.tolist())
-    unseen = [item for item in range(loaded.dataset.num_items) if item not in seen and item != 50]
+    num_users, num_items = loaded.dataset.num_users, loaded.dataset.num_items
+    keys, shift = tie_keys(num_items), tie_shifts(num_users, num_items)[3]
+    unseen = [item for item in range(num_items) if item not in seen and item != 50]
+    unseen.sort(key=lambda item: (keys[item] + shift) % num_items)  # the evaluator's key for 3
+    assert unseen[:10] != sorted(unseen)[:10]
     for k in (3, 10, 40):
         items = [row["item"] for row in loaded.recommend(user=3, k=k)]
         assert items == ([50] if 50 not in seen else []) + unseen[: k - (50 not in seen)]
@@ -192,3 +197,19 @@ def test_the_lm_recommender_ranks_users_for_a_new_items_text(tmp_path, monkeypat
     # a cold item is scored from its text alone: its text as a new item gets its column
     column = loaded.model.user_embeddings() @ loaded.model.item_embeddings()[cold]
     assert [row["user"] for row in rows] == torch.topk(column, 3).indices.tolist()
+
+
+def test_a_rotated_key_order_is_the_key_order_of_the_rotated_keys():
+    # the served catalogue rotates one precomputed order instead of sorting per request
+    import torch
+
+    from coldbrew.evaluation.topk import tie_keys
+    from coldbrew.recommend import key_order
+
+    count = 11
+    for shift in range(count):
+        start = (count - shift) % count
+        expected = torch.from_numpy((tie_keys(count) + shift) % count).argsort()
+        assert torch.equal(torch.roll(key_order(count), -start), expected)
+        assert torch.equal(key_order(count, shift), expected)
+    assert key_order(3, extra=2)[3:].tolist() == [3, 4]  # added items after the catalogue

@@ -75,7 +75,9 @@ class LoadedRun:
                 stacklevel=3,
             )
         scores[torch.as_tensor(seen, dtype=torch.long, device=scores.device)] = -torch.inf
-        values, items = top_by_score_then_id(scores, min(k, dataset.num_items - len(seen)))
+        values, items = top_by_score_then_key(
+            scores, min(k, dataset.num_items - len(seen)), shift=user_shift(dataset, row)
+        )
         cold = set(dataset.cold_items.tolist())
         texts = dataset.item_text
         return [
@@ -97,7 +99,7 @@ class LoadedRun:
                 texts=None if text is None else [text], features=features
             )
             scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
-        values, users = top_by_score_then_id(scores, min(k, len(scores)))
+        values, users = top_by_score_then_key(scores, min(k, len(scores)))
         return [
             {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
             for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
@@ -108,11 +110,32 @@ def is_integer(value) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def top_by_score_then_id(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``k`` highest of ``scores`` (n,), equal scores in id order, as the evaluator ranks
-    them, so a list does not depend on ``k`` (``torch.topk`` orders ties arbitrarily)."""
-    values, order = torch.sort(scores, descending=True, stable=True)  # stable: lower id first
-    return values[:k], order[:k]
+def user_shift(dataset, row: int) -> int:
+    """The user's rotation of the tie keys, as the evaluator uses it."""
+    from coldbrew.evaluation.topk import tie_shifts
+
+    return int(tie_shifts(dataset.num_users, dataset.num_items)[row])
+
+
+def key_order(count: int, shift: int = 0, extra: int = 0) -> torch.Tensor:
+    """``(count + extra,)`` ids in tie-key order: ``count`` ids by their tie keys
+    (``coldbrew.evaluation.topk.tie_keys``, rotated by ``shift``), as the evaluator orders
+    equal scores; then ``extra`` ids after them (items added to a served catalogue), in order."""
+    from coldbrew.evaluation.topk import tie_keys
+
+    keys = (torch.from_numpy(tie_keys(count)) + shift) % max(count, 1)
+    return torch.cat([keys.argsort(), torch.arange(count, count + extra)])
+
+
+def top_by_score_then_key(
+    scores: torch.Tensor, k: int, shift: int = 0, *, order: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` highest of ``scores`` (n,), equal scores in the order of their ids' tie keys
+    (``key_order(n, shift)``, or ``order`` when given), as the evaluator ranks them: a list
+    does not depend on ``k`` (``torch.topk`` orders ties arbitrarily) nor on id order."""
+    by_key = (key_order(len(scores), shift) if order is None else order).to(scores.device)
+    values, position = torch.sort(scores[by_key], descending=True, stable=True)
+    return values[:k], by_key[position[:k]]
 
 
 def one_item_vector(features: np.ndarray | torch.Tensor) -> np.ndarray:

@@ -12,6 +12,7 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings
 from coldbrew.evaluation.plan import cold_items_of
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 
 
 def matrix(num_users: int, num_items: int, items_of: dict[int, list[int]]) -> sp.csr_matrix:
@@ -77,8 +78,9 @@ def test_hand_made_test_split_keeps_its_own_cold_items():
 
 def reference(scores, train, positives, candidates, masked, protocol, ks) -> dict[str, float]:
     """One user at a time. coldbrew: rank the unseen ``candidates``; original: rank
-    ``candidates`` and ``masked``, training and ``masked`` items at 1e-15. A stable sort over
-    ascending ids breaks ties by id. Averaged over users with a positive."""
+    ``candidates`` and ``masked``, training and ``masked`` items at 1e-15. Equal scores rank
+    by the items' tie keys. Averaged over users with a positive."""
+    keys, shifts = tie_keys(scores.shape[1]), tie_shifts(*scores.shape)
     train, positives = train.toarray() > 0, positives.toarray() > 0
     names = [f"{m}@{k}" for k in ks for m in ("precision", "recall", "ndcg", "hit")]
     totals, num_users = dict.fromkeys(names, 0.0), 0
@@ -93,7 +95,7 @@ def reference(scores, train, positives, candidates, masked, protocol, ks) -> dic
             row = {item: scores[user, item] for item in candidates}
             row |= {item: 1e-15 for item in candidates if train[user, item]}
             row |= dict.fromkeys(masked, 1e-15)
-        ranked = sorted(sorted(row), key=lambda item: -row[item])
+        ranked = sorted(row, key=lambda item: (-row[item], (keys[item] + shifts[user]) % len(keys)))
         for k in ks:
             hits = [rank for rank, item in enumerate(ranked[:k]) if item in positive_items]
             ideal = sum(1 / math.log2(rank + 2) for rank in range(min(len(positive_items), k)))

@@ -11,6 +11,7 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings, evaluate_scores
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
 
 
@@ -24,8 +25,9 @@ def integer_vectors(seed: int = 1, dim: int = 3, levels: int = 3):
 
 
 def coldbrew_reference(scores: np.ndarray, train, positives, candidates, ks) -> dict[str, float]:
-    """One user at a time: sort the unseen candidates by score (a stable sort: equal scores
-    stay in id order), take the top K, average the CLCRec metrics over users with a positive."""
+    """One user at a time: sort the unseen candidates by score, equal scores by their tie key,
+    take the top K, average the CLCRec metrics over users with a positive."""
+    keys, shifts = tie_keys(scores.shape[1]), tie_shifts(*scores.shape)
     train, positives = train.toarray() > 0, positives.toarray() > 0
     candidates = range(scores.shape[1]) if candidates is None else candidates
     names = [f"{m}@{k}" for k in ks for m in ("precision", "recall", "ndcg", "hit")]
@@ -36,7 +38,9 @@ def coldbrew_reference(scores: np.ndarray, train, positives, candidates, ks) -> 
             continue
         num_users += 1
         unseen = [item for item in candidates if not train[user, item]]
-        ranked = sorted(unseen, key=lambda item: -scores[user, item])
+        ranked = sorted(
+            unseen, key=lambda item: (-scores[user, item], (keys[item] + shifts[user]) % len(keys))
+        )
         for k in ks:
             top = ranked[:k]
             hits = [rank for rank, item in enumerate(top) if item in positive_items]
@@ -174,10 +178,16 @@ def test_a_group_whose_part_is_empty(protocol):
             (users @ items.T).numpy(), dataset.train, dataset.splits["val"]["all"], None, (5,)
         )
         assert result["all"] == pytest.approx(expected, abs=1e-12)
-    else:  # every item scores 1e-15 there (all are "other group"): the top 5 are ids 0..4
+    else:  # every item scores 1e-15 there (all are "other group"): a user's top 5 are the
+        # items of its 5 lowest tie keys, whatever their ids
+        keys, shifts = tie_keys(NUM_ITEMS), tie_shifts(NUM_USERS, NUM_ITEMS)
+        first_five = np.argsort((keys[None, :] + shifts[:, None]) % NUM_ITEMS, axis=1)[:, :5]
+        assert sorted(first_five[0].tolist()) != list(range(5))
+        assert len({tuple(row) for row in first_five.tolist()}) > 1  # not one list for all
         dense = positives.toarray() > 0
-        rows = dense[dense.any(1)]
-        expected_recall = (rows[:, :5].sum(1) / rows.sum(1)).mean()
+        hits = np.take_along_axis(dense, first_five, axis=1).sum(1)
+        with_positive = dense.any(1)
+        expected_recall = (hits[with_positive] / dense.sum(1)[with_positive]).mean()
         assert result["cold"]["recall@5"] == pytest.approx(expected_recall, abs=1e-12)
         assert expected_recall > 0
 

@@ -13,6 +13,7 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.evaluation import evaluate_dataset, original_improved
 from coldbrew.evaluation.protocols import ORIGINAL_MASK_VALUE, check_protocol, mask_value
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.tasks.base import Monitor
 from coldbrew.tasks.recommendation import original_monitor
 from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
@@ -29,17 +30,20 @@ def original_metric_py(
 
     Ids are internal here (the original offsets items by the number of users). ``rank`` scores
     every item, sets the user's training items and every ``mask_items`` column to 1e-15 and keeps
-    the top ``topk`` of all items; ``torch.topk`` picks among equal scores in no stated order, a
-    stable sort picks the lowest ids (the rule coldbrew documents); where the equal items are not
-    positives, as in the hand-made cases below, any order gives the same metrics.
+    the top ``topk`` of all items; ``torch.topk`` picks among equal scores in no stated order,
+    coldbrew picks the lowest tie keys (``tie_keys``, its documented rule); where the equal items
+    are not positives, as in the hand-made cases below, any order gives the same metrics.
     """
+    keys, shifts = tie_keys(scores.shape[1]), tie_shifts(*scores.shape)
     top_items = {}
     for user in range(scores.shape[0]):
         row = scores[user].copy()  # same dtype as the scores: 1e-15 is rounded as in torch
         row[sorted(train_items_of.get(user, ()))] = 1e-15
         if mask_items is not None:
             row[mask_items] = 1e-15
-        top_items[user] = sorted(range(len(row)), key=lambda item: -row[item])[:topk]
+        top_items[user] = sorted(
+            range(len(row)), key=lambda item: (-row[item], (keys[item] + shifts[user]) % len(keys))
+        )[:topk]
     length = 0
     precision = recall = ndcg = 0.0
     for data in held_out_rows:

@@ -15,11 +15,14 @@ from coldbrew.evaluation import evaluate_dataset, evaluate_embeddings, evaluate_
 from coldbrew.evaluation.engine import block_columns, chunk_rows
 from coldbrew.evaluation.plan import make_part
 from coldbrew.evaluation.sources import EmbeddingScores
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from ranking_support import NUM_ITEMS, NUM_USERS, random_dataset
 
 
 def reference_metrics(scores: np.ndarray, train, positives, candidates, ks) -> dict[str, float]:
-    """The original full_accuracy, one user at a time: rank the unseen candidates, take top K."""
+    """The original full_accuracy, one user at a time: rank the unseen candidates (equal
+    scores by tie key), take top K."""
+    keys, shifts = tie_keys(scores.shape[1]), tie_shifts(*scores.shape)
     train, positives = train.toarray() > 0, positives.toarray() > 0
     candidates = np.arange(scores.shape[1]) if candidates is None else candidates
     totals = dict.fromkeys(
@@ -32,7 +35,9 @@ def reference_metrics(scores: np.ndarray, train, positives, candidates, ks) -> d
             continue
         num_users += 1
         unseen = [item for item in candidates if not train[user, item]]
-        ranked = sorted(unseen, key=lambda item: -scores[user, item])
+        ranked = sorted(
+            unseen, key=lambda item: (-scores[user, item], (keys[item] + shifts[user]) % len(keys))
+        )
         for k in ks:
             top = ranked[:k]
             num_hits = len(positive_items.intersection(top))
@@ -81,7 +86,8 @@ def test_small_budget_really_cuts_columns():
     dataset = random_dataset()
     users, items = random_vectors()
     evaluated = np.arange(NUM_USERS - 5)
-    part = make_part(dataset.train, evaluated, np.arange(NUM_ITEMS), torch.device("cpu"))
+    items = np.arange(NUM_ITEMS)
+    part = make_part(dataset.train, evaluated, items, tie_keys(NUM_ITEMS), torch.device("cpu"))
     source = EmbeddingScores(users, items)
     rows = chunk_rows(source, len(evaluated), NUM_ITEMS, chunk_elements=64, user_chunk=None)
     columns = block_columns(source, part, rows, top=10, chunk_elements=64)

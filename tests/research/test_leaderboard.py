@@ -11,7 +11,13 @@ from tiny_run import TINY
 
 from coldbrew.cli import main
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.leaderboard import leaderboard, parse_blends, parse_models
+from coldbrew.research.leaderboard import (
+    leaderboard,
+    parse_blends,
+    parse_models,
+    seed_seconds,
+    table_cells,
+)
 
 
 def quiet(_line: str) -> None:
@@ -107,3 +113,55 @@ def test_the_table_shows_report_and_test_and_marks_val_where_there_is_no_report(
     whole = {"all": {"val": {"cold": cell}}}  # report_share 0: val chose and reports
     header, _ = table_cells([{"model": "a", "metrics": whole, "wall_seconds": {"mean": 1}}])
     assert header == ["model", "all val (chose)/cold recall@20", "seconds"]
+
+
+def test_a_blends_seconds_are_its_own_plus_those_of_its_runs():
+    trained = {
+        "a": {
+            "per_seed": {
+                1: {"timing": {"wall_seconds": 10.0}},
+                2: {"timing": {"wall_seconds": 12.0}},
+            }
+        },
+        "b": {
+            "per_seed": {
+                1: {"timing": {"wall_seconds": 20.0}},
+                2: {"timing": {"wall_seconds": 30.0}},
+            }
+        },
+        "blend-a+b": {
+            "per_seed": {
+                1: {"timing": {"wall_seconds": 1.0}},
+                2: {"timing": {"wall_seconds": 2.0}},
+            },
+            "parts": ["a", "b"],
+        },
+    }
+    assert seed_seconds("a", trained) == [10.0, 12.0]
+    assert seed_seconds("blend-a+b", trained) == [10.0 + 20.0 + 1.0, 12.0 + 30.0 + 2.0]
+
+
+def test_a_model_with_no_cold_signal_shows_it_in_its_cold_columns(tmp_path, board):
+    # bpr scores every cold item 0: no number in its cold columns; clcrec (content) has one
+    result = leaderboard(({**TINY},), ["bpr"], [1], tmp_path / "bpr", plot=False, log=quiet)
+    row = result["rows"][0]
+    assert sorted(row["no_cold_signal"]) == [
+        [c, s] for c in ("all", "split") for s in ("report", "test", "val")
+    ]
+    header, cells = table_cells([row, board[1]["rows"][0]])
+    cold = [index for index, name in enumerate(header) if "/cold " in name]
+    warm = [index for index, name in enumerate(header) if "/warm " in name]
+    assert cold and warm
+    assert {cells[0][index] for index in cold} == {"no cold signal"}
+    assert "no cold signal" not in {cells[0][index] for index in warm}
+    assert board[1]["rows"][0]["no_cold_signal"] == []
+    assert "no cold signal" not in cells[1]
+    assert "no cold signal" in (tmp_path / "bpr" / "leaderboard.md").read_text()
+    # compare says the same of the run's cold metrics, and only of those
+    from coldbrew.research.compare import compare_table
+
+    keys = ["report/cold/recall@20", "report/warm/recall@20"]
+    header, rows = compare_table([tmp_path / "bpr" / "bpr", board[0] / "clcrec"], keys)
+    assert rows[0][header.index(keys[0])] == "no cold signal"
+    assert rows[0][header.index(keys[1])] != "no cold signal"
+    assert rows[1][header.index(keys[0])] != "no cold signal"

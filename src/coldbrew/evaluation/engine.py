@@ -5,12 +5,17 @@
 * a group ranks a union of parts (warm items, cold items): per chunk of users each part is
   scored, its training items overwritten with ``-inf`` (``1e-15`` in the original protocol,
   ``coldbrew.evaluation.protocols``) and its top ``max(ks)`` kept under one total order, score
-  then item id (``coldbrew.evaluation.topk``), so lists never depend on chunking or device;
+  then the item's tie key, a fixed permutation of the ids rotated per user
+  (``coldbrew.evaluation.topk``), so lists never depend on chunking, device or id order;
   a group's list is its parts' lists merged (``coldbrew.evaluation.plan``);
 * one lookup per part's list says which (split, group) pairs hold each listed item as a
   positive (a bit per pair); the bits travel with their items through the merges, giving a
   ``[pairs, users, K]`` hit tensor; every metric at every K
-  comes from it at once (``coldbrew.evaluation.metrics``).
+  comes from it at once (``coldbrew.evaluation.metrics``);
+* while a cold part is scored, each user's spread of cold scores (max - min) is kept on the
+  device: a split whose cold scores are the same for every user's every cold candidate has "no
+  cold signal" (``cold_signal`` 0.0 in its cold group's metrics, else 1.0), so a model that
+  cannot tell cold items apart is flagged rather than ranked by how ties fall.
 
 The only Python loops are over chunks of users, column blocks and parts. Memory is bounded by
 ``chunk_elements`` scores of one part at a time (plus the model's ``(B, num_items)`` output with
@@ -28,7 +33,7 @@ from tqdm.auto import tqdm
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import check_ks, metric_names
-from coldbrew.evaluation.plan import Part, Plan, check_cold_candidates, make_plan
+from coldbrew.evaluation.plan import Part, Plan, check_cold_candidates, lowest_keys, make_plan
 from coldbrew.evaluation.protocols import check_protocol, mask_value
 from coldbrew.evaluation.sources import (
     EmbeddingScores,
@@ -43,6 +48,7 @@ Metrics = dict[str, dict[str, dict[str, float]]]  # {split: {group: {metric: val
 DEFAULT_CHUNK_ELEMENTS = 1 << 24  # scores held at once: 64 MiB of float32
 MIN_USER_CHUNK = 256  # below this many rows per chunk, cut columns instead
 MINUS_INFINITY = float("-inf")
+COLD_SIGNAL = "cold_signal"  # in a cold group's metrics: 1.0 if its cold scores ever differ
 
 
 def evaluate_dataset(
@@ -60,6 +66,7 @@ def evaluate_dataset(
     device: torch.device | str | None = None,
     progress: bool = False,
     shard: tuple[int, int, Callable[[torch.Tensor], torch.Tensor]] | None = None,
+    cold_signal: bool = False,
 ) -> Metrics:
     """``{split: {group: {"recall@20": ...}}}`` for every group of every split in ``splits``.
 
@@ -72,6 +79,8 @@ def evaluate_dataset(
     more than one chunk. ``shard=(rank, world, sum)``: rank every ``world``-th user from
     ``rank`` only, and let ``sum`` (an all-reduce) add each process's metric totals and user
     counts before dividing, so every process returns the metrics of all users.
+    ``cold_signal``: add ``"cold_signal"`` to each cold group's metrics, 0.0 when every
+    evaluated user's cold candidates all score the same (no cold signal), else 1.0.
     """
     ks, protocol = check_ks(ks), check_protocol(protocol)
     check_cold_candidates(cold_candidates)
@@ -85,16 +94,22 @@ def evaluate_dataset(
     )
     if plan is None:
         return result
-    totals = _rank_all(source, plan, mask_value(protocol), chunk_elements, user_chunk, progress)
+    cold_parts = list(dict.fromkeys(plan.cold_part.values())) if cold_signal else []
+    totals, varies = _rank_all(
+        source, plan, mask_value(protocol), chunk_elements, user_chunk, progress, cold_parts
+    )
     names = metric_names(ks)
     nonfinite = getattr(source, "nonfinite", torch.zeros((), dtype=torch.float64))
     counts = torch.tensor(plan.num_users, dtype=torch.float64, device=totals.device)
-    packed = torch.cat([totals.reshape(-1), counts, nonfinite.reshape(1).to(totals)])
+    packed = torch.cat(
+        [totals.reshape(-1), counts, varies.to(totals), nonfinite.reshape(1).to(totals)]
+    )
     if shard is not None:
         packed = shard[2](packed)  # every process's totals added up
     *flat, bad_chunks = packed.tolist()  # one host transfer
     if bad_chunks:
         raise ColdbrewError("score_users returned NaN or infinite scores")
+    flat, signal = flat[: len(flat) - len(cold_parts)], flat[len(flat) - len(cold_parts) :]
     user_counts = flat[len(plan.pairs) * len(names) :]
     for index, (split, group) in enumerate(plan.pairs):
         sums = flat[index * len(names) : (index + 1) * len(names)]
@@ -102,6 +117,10 @@ def evaluate_dataset(
         result[split][group] = {
             name: total / count for name, total in zip(names, sums, strict=True)
         }
+    for split in splits if cold_signal else ():
+        if "cold" in result[split]:
+            varied = signal[cold_parts.index(plan.cold_part[split])] > 0
+            result[split]["cold"][COLD_SIGNAL] = float(varied)
     return result
 
 
@@ -162,32 +181,51 @@ class ScoreBuffer:
 
 
 def part_top_k(
-    scorer, prepared, part: Part, first: int, last: int, top: int, width: int, fill, buffer
+    scorer,
+    prepared,
+    part: Part,
+    rows: tuple[int, int],
+    top: int,
+    width: int,
+    fill,
+    buffer,
+    keys,
+    shift,
+    spread: bool = False,
 ):
     """Top ``top`` (values, item ids) of a part for rows ``[first, last)``, over column blocks
     of ``width`` scored into ``buffer`` (a ``ScoreBuffer``); the rows' training items are
-    ``fill`` (never ranked when ``-inf``)."""
+    ``fill`` (never ranked when ``-inf``); ``keys``: every item's tie key, rotated per row by
+    ``shift`` (``topk.top_k``). With ``spread``, also
+    whether some row's scores (before masking) differ: a bool on the device, else None."""
+    first, last = rows
     start, stop = int(part.seen_indptr[first]), int(part.seen_indptr[last])
     seen_rows, seen_columns = part.seen_rows[start:stop] - first, part.seen_columns[start:stop]
-    best = None
+    best = low = high = None
     for start in range(0, part.size, width):
         stop = min(start + width, part.size)
         out = buffer.take(last - first, stop - start, prepared)
         scores = scorer.block(prepared, start, stop, out)  # (B, width)
+        if spread:  # each row's lowest and highest score, over the blocks so far
+            block_low, block_high = torch.aminmax(scores, dim=1)
+            low = block_low if low is None else torch.minimum(low, block_low)
+            high = block_high if high is None else torch.maximum(high, block_high)
         with one_thread(prepared.device):
             inside = (seen_columns >= start) & (seen_columns < start + scores.shape[1])
             scores[seen_rows[inside], seen_columns[inside] - start] = fill
-        values, columns = top_k(scores, top)
+        values, columns = top_k(scores, top, part.keys[start:stop], shift, len(keys))
         with one_thread(prepared.device):
-            block = (values, columns + start)
-            best = block if best is None else merge_top_k([best, block], top)
-    values, columns = best
-    return values, part.items[columns]
+            block = (values, part.items[columns + start])
+            best = block if best is None else merge_top_k([best, block], top, keys, shift)
+    return best, (high > low).any() if spread else None
 
 
 @torch.no_grad()
-def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progress):
-    """``(L, metrics)`` metric sums per (split, group) over the plan's users, on the device."""
+def _rank_all(
+    source, plan: Plan, fill: float, chunk_elements, user_chunk, progress, cold_parts: list[str]
+):
+    """``(L, metrics)`` metric sums per (split, group) over the plan's users, and for each of
+    ``cold_parts`` whether its scores differ within some user's row (bool), on the device."""
     num_users = len(plan.users)
     widest = max([part.size for part in plan.parts.values()] + [1])
     rows_per_chunk = chunk_rows(source, num_users, widest, chunk_elements, user_chunk)
@@ -211,15 +249,31 @@ def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progr
         disable=not progress or num_users <= rows_per_chunk,
     )
     buffer = ScoreBuffer()
+    varies = torch.zeros(len(cold_parts), dtype=torch.bool, device=source.device)
     for first in range(0, num_users, rows_per_chunk):
         last = min(first + rows_per_chunk, num_users)
         prepared = source.prepare(plan.users[first:last])
-        lists = {
-            name: part_top_k(scorer, prepared, part, first, last, plan.top, width, fill, buffer)
-            for name, (part, scorer, width) in parts.items()
-        }
-        for name, ids in plan.fillers.items():  # every item of that part has the mask score
-            ids = ids.expand(last - first, -1)  # (B, F)
+        lists = {}
+        for name, (part, scorer, width) in parts.items():
+            spread = name in cold_parts
+            lists[name], differs = part_top_k(
+                scorer,
+                prepared,
+                part,
+                (first, last),
+                plan.top,
+                width,
+                fill,
+                buffer,
+                plan.keys,
+                plan.shifts[first:last],
+                spread,
+            )
+            if spread:  # no host sync: an or on the device
+                index = cold_parts.index(name)
+                varies[index] = varies[index] | differs
+        for name, filler in plan.fillers.items():  # every item of that part has the mask score
+            ids = lowest_keys(filler, plan.shifts[first:last], plan.top, len(plan.keys))
             lists[name] = (
                 torch.full(ids.shape, fill, dtype=prepared.dtype, device=ids.device),
                 ids,
@@ -230,16 +284,16 @@ def _rank_all(source, plan: Plan, fill: float, chunk_elements, user_chunk, progr
                 name: (values, ids, plan.positives.lookup(ids, first, last))
                 for name, (values, ids) in lists.items()
             }
-            totals += plan.metric_sums(_hits(plan, lists, last - first), first, last)
+            totals += plan.metric_sums(_hits(plan, lists, first, last), first, last)
         bar.update(last - first)
     bar.close()
-    return totals
+    return totals, varies
 
 
-def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
+def _hits(plan: Plan, lists: dict, first: int, last: int) -> torch.Tensor:
     """``(L, B, top)`` hits of every (split, group) pair from the lists ``(values, ids, bits)``
-    of a chunk of ``rows`` users."""
-    device = plan.users.device
+    of the chunk of users ``[first, last)``."""
+    device, rows, shift = plan.users.device, last - first, plan.shifts[first:last]
     empty = (
         torch.empty(rows, 0, device=device),
         torch.empty(rows, 0, dtype=torch.int64, device=device),
@@ -248,7 +302,10 @@ def _hits(plan: Plan, lists: dict, rows: int) -> torch.Tensor:
     bits = []
     for entries in plan.recipes:  # merge the lists a group ranks: (B, <= top)
         values, _, found = merge_top_k(
-            [lists[name] for name in entries if name in lists] or [empty], plan.top
+            [lists[name] for name in entries if name in lists] or [empty],
+            plan.top,
+            plan.keys,
+            shift,
         )
         found = found * (values != MINUS_INFINITY)  # a masked (seen) item is never a hit
         bits.append(torch.nn.functional.pad(found, (0, plan.top - found.shape[1])))  # misses

@@ -27,7 +27,8 @@ def evaluate_model(
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Full-ranking metrics ``{split: {group: {metric: value}}}`` of ``model``; its train/eval
     mode is restored afterwards. ``shard=(rank, world, sum)``: this process ranks every
-    ``world``-th user from ``rank`` and ``sum`` adds the totals over processes."""
+    ``world``-th user from ``rank`` and ``sum`` adds the totals over processes. Each cold group
+    says whether the model's cold scores differ anywhere (``"cold_signal"``, ``engine``)."""
     model = getattr(model, "module", model)  # DistributedDataParallel holds the model here
     options = {
         "splits": tuple(splits),
@@ -37,6 +38,7 @@ def evaluate_model(
         "chunk_elements": chunk_elements,
         "progress": progress,
         "shard": shard,
+        "cold_signal": True,
     }
     was_training = model.training
     model.eval()

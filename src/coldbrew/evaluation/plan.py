@@ -4,9 +4,10 @@
   ``cold_candidates="split"`` one split's cold items) with the evaluated users' training items
   on its columns, to mask before ranking.
 * A (split, group) pair ranks a union of parts (``recipe``): its top K is the merge of its
-  parts' top Ks, exact because equal scores rank by item id everywhere (``topk``). In the
+  parts' top Ks, exact because equal scores rank by the items' tie keys everywhere (a fixed
+  permutation of the ids, ``topk.tie_keys``, rotated per user, ``topk.tie_shifts``). In the
   original protocol the warm and cold groups also list the other group's items, every one at
-  ``1e-15``: its lowest ids (a "filler"), as a stable sort would.
+  ``1e-15``: the user's lowest keys among them (a "filler"), as a sort on (score, key) would.
 * ``PairPositives`` says, for a chunk's listed items, which pairs hold each as a positive.
 
 Cold candidates: ``"all"`` ranks every cold item for every split (CLCRec's convention);
@@ -26,9 +27,10 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.metrics import MetricSums
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
 
 COLD_CANDIDATES = ("all", "split")
-FILLER = "filler "  # a recipe entry "filler NAME": part NAME's lowest ids at the mask score
+FILLER = "filler "  # a recipe entry "filler NAME": part NAME's lowest keys at the mask score
 
 
 def check_cold_candidates(cold_candidates: str) -> str:
@@ -60,6 +62,7 @@ class Part:
     """Candidate items and the training items on them, for a fixed array of users (rows)."""
 
     items: torch.Tensor  # (C,) sorted item ids
+    keys: torch.Tensor  # (C,) their tie keys
     first: int | None  # items[0] when the items are one id range (sliced, not gathered)
     seen_indptr: np.ndarray  # (N + 1,) host offsets into seen_rows / seen_columns
     seen_rows: torch.Tensor  # (T,) row of each training interaction on the part
@@ -83,8 +86,10 @@ def to_device(array, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(np.ascontiguousarray(array, dtype=np.int64), device=device)
 
 
-def make_part(train: sp.csr_matrix, users: np.ndarray, items: np.ndarray, device) -> Part:
-    """The part ranking ``items`` for rows ``users``."""
+def make_part(
+    train: sp.csr_matrix, users: np.ndarray, items: np.ndarray, keys: np.ndarray, device
+) -> Part:
+    """The part ranking ``items`` for rows ``users``; ``keys``: every item's tie key."""
     column_of_item = np.full(train.shape[1], -1, dtype=np.int64)
     column_of_item[items] = np.arange(len(items))
     seen = canonical(train)[users]
@@ -95,6 +100,7 @@ def make_part(train: sp.csr_matrix, users: np.ndarray, items: np.ndarray, device
     one_range = len(items) > 0 and items[-1] - items[0] + 1 == len(items)
     return Part(
         items=to_device(items, device),
+        keys=to_device(keys[items], device),
         first=int(items[0]) if one_range else None,
         seen_indptr=indptr.astype(np.int64),
         seen_rows=to_device(rows, device),
@@ -174,7 +180,10 @@ class Plan:
     recipes: list[tuple[str, ...]]  # the distinct lists to rank
     recipe_of_pair: torch.Tensor  # (L,) index into recipes
     parts: dict[str, Part]  # the parts ranked
-    fillers: dict[str, torch.Tensor]  # "filler NAME" -> (1, F) part NAME's lowest ids
+    fillers: dict[str, tuple]  # "filler NAME" -> part NAME's (sorted keys, ids in key order)
+    keys: torch.Tensor  # (num_items,) every item's tie key
+    shifts: torch.Tensor  # (N,) each user's rotation of the keys (``topk.tie_shifts``)
+    cold_part: dict[str, str]  # split -> the name of the part holding its cold candidates
     positives: PairPositives
     metric_sums: MetricSums  # per pair: (L, B, K) hits of rows [first, last) -> (L, metrics)
     num_users: list[int]  # (L,) users with a positive, per pair
@@ -210,23 +219,43 @@ def make_plan(
         users = users[shard[0] :: shard[1]]
     names = dict.fromkeys(name for entries in recipes for name in entries)
     positives = PairPositives(list(wanted.values()), users, device, table_bytes)
+    keys = tie_keys(dataset.num_items)
     return Plan(
         users=to_device(users, device),
         pairs=list(wanted),
         recipes=recipes,
         recipe_of_pair=to_device([recipes.index(recipe_of[pair]) for pair in wanted], device),
         parts={
-            name: make_part(dataset.train, users, items[name], device)
+            name: make_part(dataset.train, users, items[name], keys, device)
             for name in names
             if not name.startswith(FILLER)
         },
         fillers={
-            name: to_device(items[name[len(FILLER) :]][:top], device).reshape(1, -1)
+            name: in_key_order(items[name[len(FILLER) :]], keys, device)
             for name in names
             if name.startswith(FILLER)
         },
+        keys=to_device(keys, device),
+        shifts=to_device(tie_shifts(dataset.num_users, dataset.num_items)[users], device),
+        cold_part={split: cold[split] for split, _ in wanted},
         positives=positives,
         metric_sums=MetricSums(to_device(positives.num_positives, device), ks, top),
         num_users=np.count_nonzero(positives.num_positives, axis=1).tolist(),
         top=top,
     )
+
+
+def in_key_order(items: np.ndarray, keys: np.ndarray, device) -> tuple:
+    """``(sorted keys, items in key order)`` of ``items``, on the device."""
+    order = np.argsort(keys[items], kind="stable")
+    return to_device(keys[items][order], device), to_device(items[order], device)
+
+
+def lowest_keys(filler: tuple, shift: torch.Tensor, count: int, modulus: int) -> torch.Tensor:
+    """``(B, min(count, C))``: per row, the filler part's items of lowest rotated tie key
+    ``(key + shift[row]) % modulus``, in that order (``topk.top_k``'s rule)."""
+    sorted_keys, items = filler
+    count = min(count, len(items))
+    start = torch.searchsorted(sorted_keys, modulus - shift)  # (B,) first key >= modulus - s
+    steps = torch.arange(count, device=items.device)
+    return items[(steps + start[:, None]) % max(len(items), 1)]

@@ -13,8 +13,8 @@ cold scores are mostly negative gets warm items (never hits) in the top K. Likew
 computed from that list as before (a masked item that happens to be a held-out positive counts
 as a hit, as in the original; in the CLCRec files no positive is ever masked).
 
-Equal scores (every masked item, for one) rank by item id in both protocols
-(``coldbrew.evaluation.topk``). The original uses ``torch.topk``, whose choice among equal
+Equal scores (every masked item, for one) rank by the items' tie keys, a fixed permutation of
+the ids, in both protocols (``coldbrew.evaluation.topk``). The original uses ``torch.topk``, whose choice among equal
 scores is unspecified; it changes the metrics only when a masked item is a positive.
 
 Model selection in the original (``main.py``): after every epoch it ranks val and test; the

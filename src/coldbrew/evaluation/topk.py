@@ -1,23 +1,53 @@
-"""Top K under one total order: higher score first, and among equal scores the lower item id.
+"""Top K under one total order: higher score first, and among equal scores the lower tie key.
 
 ``torch.topk`` breaks ties arbitrarily (the choice depends on the algorithm, the device and the
 width of the row), so two rankings of the same scores can disagree on which of several equal
 items enter the top K. Equal scores are common: items with the same content get the same
-embedding, and masked items share one score. With one total order the top K of a row is a
-function of its scores alone, so a ranking cut into column blocks, or split into warm and cold
-parts and merged, equals the ranking of the whole row, and matches a plain
-``sorted(items, key=-score)`` (a stable sort keeps equal scores in id order): the tests'
-reference.
+embedding, masked items share one score, and a model without content (BPR-MF) scores every
+cold item 0. With one total order the top K of a row is a function of its scores alone, so a
+ranking cut into column blocks, or split into warm and cold parts and merged, equals the
+ranking of the whole row, and matches a plain ``sorted(items, key=lambda i: (-score[i],
+(key[i] + shift[user]) % num_items))``: the tests' reference.
+
+The tie key (``tie_keys``) is a fixed pseudo-random permutation of the ids, rotated per user
+(``tie_shifts``), the same for every run on data of that size: ranking ties by id would leak
+the id order into the metrics (in MovieLens low ids are popular films, so a model that scores
+every cold item alike scored far above random), and one order for every user would list the
+same tied items for all (one random draw, far from chance on popular-skewed data). Fixed keys
+keep runs comparable and every list deterministic.
 
 Cost: ``topk(K + 1)`` instead of ``topk(K)``; a row whose K + 1 best hold two equal scores (few,
-unless many items share a score) is re-ranked by a stable sort of the whole row.
+unless many items share a score) is re-ranked by a stable sort of the whole row in key order.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
 import torch
+
+TIE_SEED = 0x7AB1E5  # fixed, not the run's seed: every run on the same data breaks ties alike
+
+
+def tie_keys(count: int) -> np.ndarray:
+    """``(count,)`` int64: ``key[id]``, each id's place among equal scores (a permutation of
+    ``range(count)`` drawn from ``TIE_SEED`` and ``count``)."""
+    return np.random.default_rng([TIE_SEED, count]).permutation(count).astype(np.int64)
+
+
+def tie_shifts(num_users: int, num_items: int) -> np.ndarray:
+    """``(num_users,)`` int64: each user's rotation of the item keys, so that user ``u`` ranks
+    equal scores by ``(key[item] + shift[u]) % num_items``. Without it every user would list
+    the same tied items (one random draw); rotated, each user's tied list starts elsewhere in
+    the key order, so a model that scores items alike ranks them as chance does on average."""
+    rng = np.random.default_rng([TIE_SEED, num_users, num_items])
+    return rng.integers(0, max(num_items, 1), num_users).astype(np.int64)
+
+
+def row_keys(keys: torch.Tensor, shift: torch.Tensor | None, modulus: int) -> torch.Tensor:
+    """``keys`` (..., W) as seen by each row: ``(keys + shift[:, None]) % modulus``."""
+    return keys if shift is None else (keys + shift[:, None]) % modulus
 
 
 @contextmanager
@@ -40,9 +70,17 @@ def one_thread(device: torch.device):
         torch.set_num_threads(threads)
 
 
-def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k(
+    scores: torch.Tensor,
+    k: int,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    modulus: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``min(k, width)`` best ``(values, columns)`` of each row of ``scores`` (B, width),
-    without NaN, in rank order: value descending, then column ascending."""
+    without NaN, in rank order: value descending, then tie key ascending: ``keys`` (width,),
+    the columns' distinct keys in ``[0, modulus)``, seen by row ``r`` as ``(keys + shift[r]) %
+    modulus`` when ``shift`` (B,) is given (``tie_shifts``)."""
     width = scores.shape[1]
     k = min(k, width)
     if k == 0:
@@ -55,30 +93,56 @@ def top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     values, columns = values[:, :k], columns[:, :k]
     if tied_rows.numel():
-        exact_values, exact_columns = scores[tied_rows].sort(dim=1, descending=True, stable=True)
+        sorted_keys, by_key = keys.sort()  # the columns in key order
+        if shift is None:
+            order = by_key.expand(len(tied_rows), -1)
+        else:  # rotated keys: the row's order starts at its first key >= modulus - shift
+            start = torch.searchsorted(sorted_keys, modulus - shift[tied_rows])
+            steps = torch.arange(width, device=scores.device)
+            order = by_key[(steps + start[:, None]) % width]
+        # a stable sort on value keeps the key order among equal values
+        exact_values, position = (
+            scores[tied_rows].gather(1, order).sort(dim=1, descending=True, stable=True)
+        )
+        exact_columns = order.gather(1, position)
         values, columns = values.clone(), columns.clone()
         values[tied_rows], columns[tied_rows] = exact_values[:, :k], exact_columns[:, :k]
     return values, columns
 
 
-def rank_order(values: torch.Tensor, ids: torch.Tensor, *extras: torch.Tensor) -> tuple:
-    """Sort each row of ``(values, ids, *extras)`` by value descending, then id ascending.
+def rank_order(
+    values: torch.Tensor,
+    ids: torch.Tensor,
+    *extras: torch.Tensor,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
+) -> tuple:
+    """Sort each row of ``(values, ids, *extras)`` by value descending, then by the ids' tie
+    key ``keys[ids]`` ascending (``keys``: ``(num_ids,)``, distinct; rotated by ``shift[row]``
+    modulo ``num_ids`` when given).
 
     ``extras`` are tensors aligned with ``ids`` (one entry per listed item) that follow them.
     """
-    ids, order = ids.sort(dim=1)
-    values = values.gather(1, order)
+    _, order = row_keys(keys[ids], shift, len(keys)).sort(dim=1)
+    values, ids = values.gather(1, order), ids.gather(1, order)
     extras = [extra.gather(1, order) for extra in extras]
     values, order = values.sort(dim=1, descending=True, stable=True)
     return (values, ids.gather(1, order), *(extra.gather(1, order) for extra in extras))
 
 
-def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Tensor, ...]:
-    """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists.
+def merge_top_k(
+    parts: list[tuple[torch.Tensor, ...]],
+    k: int,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, ...]:
+    """The best ``k`` of the union of several ``(values, ids, *extras)`` top lists, equal
+    values in the order of their ids' tie keys ``keys[ids]`` (each row's rotated by
+    ``shift[row]`` modulo ``len(keys)`` when given, as ``top_k``).
 
     The parts hold disjoint ids; ``extras`` (same shape as ``ids``) travel with their items.
-    Exact when every part is its own items' top list under the same order (``top_k``). One
-    sort by value; only rows holding two equal values are sorted by id too.
+    Exact when every part is its own items' top list under the same order (``top_k`` with each
+    column's key). One sort by value; only rows holding two equal values are sorted by key too.
     """
     parts = [part for part in parts if part[1].shape[1]] or parts[:1]
     if len(parts) == 1:
@@ -88,6 +152,14 @@ def merge_top_k(parts: list[tuple[torch.Tensor, ...]], k: int) -> tuple[torch.Te
     merged = [values, *(tensor.gather(1, order) for tensor in aligned)]
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     if tied_rows.numel():
-        for tensor, rows in zip(merged, rank_order(*(t[tied_rows] for t in merged)), strict=True):
+        for tensor, rows in zip(
+            merged,
+            rank_order(
+                *(t[tied_rows] for t in merged),
+                keys=keys,
+                shift=None if shift is None else shift[tied_rows],
+            ),
+            strict=True,
+        ):
             tensor[tied_rows] = rows
     return tuple(tensor[:, :k] for tensor in merged)

@@ -41,7 +41,13 @@ def choose_weights(
     for weights in weight_grid(len(components)):
         vectors = blended(list(components), list(weights))
         metrics = evaluate_embeddings(
-            dataset, vectors.users, vectors.items, "val", ks=(20,), cold_candidates=cold_candidates
+            dataset,
+            vectors.users,
+            vectors.items,
+            "val",
+            ks=(20,),
+            cold_candidates=cold_candidates,
+            cold_signal=True,
         )
         if "cold" not in metrics:
             raise ColdbrewError(
@@ -49,8 +55,9 @@ def choose_weights(
             )
         score = metrics["cold"][SELECTION_METRIC]
         if score > best_score:
-            best, best_score = list(weights), score
-    log(f"weights {best}: val cold {SELECTION_METRIC} {best_score:.4f}")
+            best, best_score, signal = list(weights), score, metrics["cold"]["cold_signal"]
+    note = "" if signal else " (no cold signal: every cold item scores the same)"
+    log(f"weights {best}: val cold {SELECTION_METRIC} {best_score:.4f}{note}")
     return best, best_score
 
 

@@ -7,6 +7,7 @@ The metrics shown by default are the monitored one and NDCG at the same cut-off,
 (the validation items no choice read, ``coldbrew.data.selection``; ``val`` for a run without
 it, its column marked as also the items that chose) and (where the runs have it) on test;
 ``metrics`` names others as ``split/section/metric``.
+A run whose cold scores were all equal shows "no cold signal" in its cold columns.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from coldbrew.research.summary import (
     run_summary,
 )
 
+NO_COLD_SIGNAL = "no cold signal"
 IGNORED_SETTINGS = {"seed", "data", "model", "quiet", "log_every", "notes", "device"}
 
 
@@ -112,6 +114,17 @@ def _number(value: Any, digits: int) -> str:
     return format_mean_std(value, digits) if value is not None else "-"
 
 
+def no_cold_signal(summary: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` (``split/section/metric``) is a cold metric of a run (or some seed of a
+    multi-seed run) whose cold scores were all equal: it then measures how ties fell."""
+    split, _, rest = key.partition("/")
+    if rest.partition("/")[0] != "cold":
+        return False
+    flag = metric_value(summary, f"{split}/cold/cold_signal")
+    flags = flag["values"] if is_aggregate(flag) else [flag]
+    return any(value == 0.0 for value in flags)
+
+
 def compare_table(
     run_dirs: Sequence[Path | str], metrics: Sequence[str] | None = None
 ) -> tuple[list[str], list[list[str]]]:
@@ -139,7 +152,12 @@ def compare_table(
             else str(config.get(key, "-"))
             for key in settings
         ]
-        row += [_number(metric_value(summary, key), 4) for key in metric_keys]
+        row += [
+            NO_COLD_SIGNAL
+            if no_cold_signal(summary, key)
+            else _number(metric_value(summary, key), 4)
+            for key in metric_keys
+        ]
         row += [
             _number(summary.get("best_epoch"), 1 if "seeds" in results else 0),
             _number(timing.get("seconds_to_best"), 1),

@@ -9,7 +9,9 @@ CLCRec; ``split``, over that split's own cold items, as DropoutNet, Heater and C
 ``OUT/MODEL/seed-N/evaluation-<convention>.json``.
 
 The table: per model, mean ± std over seeds of each metric for every split, group and
-convention the data has, and the seconds a seed's run took. Resumable: a model whose seeds all
+convention the data has, and the seconds a seed's run took (a blend's: its own plus those
+of the runs it blends). A model whose cold scores were all equal shows "no cold signal" in its
+cold columns instead of numbers that only say how ties fell. Resumable: a model whose seeds all
 finished is not trained again (its settings must be the ones given now), and an evaluation
 already written is read back. Writes ``leaderboard.json``, ``leaderboard.md`` and, with
 matplotlib, ``leaderboard.png`` (report cold Recall@20 per model and convention, with the
@@ -26,6 +28,7 @@ from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.research.compare import NO_COLD_SIGNAL
 from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 CONVENTIONS = ("all", "split")
@@ -135,8 +138,28 @@ def blend_models(
             runs = [out / model / f"seed-{seed}" for model in names]
             log(f"{name}: seed {seed}")
             per_seed[seed] = blend(runs, seed_out, overrides={"quiet": True}, log=log)
-        results[name] = {"seeds": list(seeds), "per_seed": per_seed}
+        results[name] = {"seeds": list(seeds), "per_seed": per_seed, "parts": list(names)}
     return results
+
+
+def seed_seconds(name: str, trained: dict) -> list:
+    """Each seed's whole-run seconds of ``trained[name]``: a blend's own seconds plus those of
+    the runs it blends (its own are only the weight search and one evaluation)."""
+    results = trained[name]
+    seconds = []
+    for seed, entry in results["per_seed"].items():
+        total = entry["timing"]["wall_seconds"]
+        for part in results.get("parts", ()):
+            total += trained[part]["per_seed"][seed]["timing"]["wall_seconds"]
+        seconds.append(total)
+    return seconds
+
+
+def no_cold_signal(runs: Sequence[dict], split: str) -> bool:
+    """Whether some seed's cold scores on ``split`` were all equal (``cold_signal`` 0.0, from
+    ``coldbrew.evaluation.engine``): its cold metrics then measure how ties fall, no model."""
+    flags = [run.get(split, {}).get("cold", {}).get("cold_signal") for run in runs]
+    return any(flag == 0.0 for flag in flags)
 
 
 def convention_metrics(seed_run: Path, convention: str) -> dict:
@@ -151,15 +174,22 @@ def convention_metrics(seed_run: Path, convention: str) -> dict:
     return evaluate_run(seed_run, cold_candidates=convention, output=path.name)["metrics"]
 
 
-def model_row(model: str, results: dict, out: Path, conventions: Sequence[str]) -> dict:
+def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) -> dict:
     """``{"model", "seeds", "wall_seconds", "metrics": {convention: {split: {group: {metric:
-    mean_std}}}}}`` of one model's seeds."""
+    mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds."""
+    results = trained[model]
     seeds = results["seeds"]
     per_seed = {
         convention: [convention_metrics(out / model / f"seed-{seed}", convention) for seed in seeds]
         for convention in conventions
     }
     metrics: dict = {}
+    flagged = [
+        [convention, split]
+        for convention, runs in per_seed.items()
+        for split in runs[0]
+        if no_cold_signal(runs, split)
+    ]
     for convention, runs in per_seed.items():
         for split in runs[0]:
             for group in runs[0][split]:
@@ -167,8 +197,14 @@ def model_row(model: str, results: dict, out: Path, conventions: Sequence[str]) 
                     values = [run.get(split, {}).get(group, {}).get(name) for run in runs]
                     cell = metrics.setdefault(convention, {}).setdefault(split, {})
                     cell.setdefault(group, {})[name] = mean_std(values)
-    wall = [entry["timing"]["wall_seconds"] for entry in results["per_seed"].values()]
-    return {"model": model, "seeds": seeds, "wall_seconds": mean_std(wall), "metrics": metrics}
+    wall = mean_std(seed_seconds(model, trained))
+    return {
+        "model": model,
+        "seeds": seeds,
+        "wall_seconds": wall,
+        "metrics": metrics,
+        "no_cold_signal": flagged,
+    }
 
 
 def leaderboard(
@@ -195,7 +231,7 @@ def leaderboard(
     with RunLock(out):
         trained = train_models(base_layers, models, seeds, out, log=log)
         trained |= blend_models(blends, seeds, out, log=log)
-        rows = [model_row(model, trained[model], out, conventions) for model in trained]
+        rows = [model_row(model, trained, out, conventions) for model in trained]
         header, cells = table_cells(rows)
         board = {"seeds": list(seeds), "conventions": list(conventions), "rows": rows}
         write_json(board, out / LEADERBOARD_JSON)
@@ -216,7 +252,8 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     rows' ``mean ± std`` text. The splits shown are those that report: ``report`` (the
     validation items no choice read) and ``test``; ``val`` (the items that chose: best epoch,
     blend weights) only where the runs have no report half, marked so. leaderboard.json keeps
-    every split."""
+    every split. "no cold signal" fills the cold columns of a model whose cold
+    scores were all equal: its numbers there only say how ties fell."""
     keys = []
     for row in rows:
         for convention, splits in row["metrics"].items():
@@ -229,8 +266,13 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["model"] + [f"{c} {shown(s)}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
     cells = []
     for row in rows:
-        values = [row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m) for c, s, g, m in keys]
-        text = [format_mean_std(value) for value in values]
+        flagged = [list(pair) for pair in row.get("no_cold_signal", [])]
+        text = [
+            NO_COLD_SIGNAL
+            if g == "cold" and [c, s] in flagged
+            else format_mean_std(row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m))
+            for c, s, g, m in keys
+        ]
         seconds = row["wall_seconds"]
         cells.append([row["model"], *text, format_mean_std(seconds, digits=0)])
     return header, cells

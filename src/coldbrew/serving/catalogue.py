@@ -2,7 +2,7 @@
 serving, and the rankings the endpoints return.
 
 A user's list is ranked exactly as ``coldbrew.recommend`` ranks it (the same product of the
-same vectors, the same tie order through ``top_by_score_then_id``), unless a faiss index
+same vectors, the same tie order through ``top_by_score_then_key``), unless a faiss index
 serves it (approximate). Added items are scored exactly and joined to either.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from coldbrew.recommend import top_by_score_then_id
+from coldbrew.evaluation.topk import tie_keys, tie_shifts
+from coldbrew.recommend import key_order, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
 from coldbrew.serving.new_items import BadRequest, NewItemEncoder
 
@@ -50,6 +51,11 @@ class Catalogue:
         self.cold[self.vectors.cold_items] = True
         self.added_vectors = torch.zeros(0, self.items.shape[1])  # (A, D), replaced on add
         self.add_lock = threading.Lock()
+        # the evaluator's tie order: each user rotates one permutation of the item ids
+        self.item_keys = torch.from_numpy(tie_keys(len(self.item_ids)))
+        self.user_shifts = tie_shifts(len(self.users), len(self.item_ids))
+        self.item_order = key_order(len(self.item_ids))  # item rows by key, before rotation
+        self.user_order = key_order(len(self.users))  # users of a new item: no rotation
         self.loaded_at = time.time()
 
     # ------------------------------------------------------------------ users' lists
@@ -70,7 +76,7 @@ class Catalogue:
             if len(added):
                 scores = torch.cat([scores, added @ self.users[row]])
             scores[torch.from_numpy(seen)] = -torch.inf
-            values, rows = top_by_score_then_id(scores, wanted)
+            values, rows = top_by_score_then_key(scores, wanted, order=self._item_order(row))
         return [
             self._item_row(rank, score, item)
             for rank, (score, item) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
@@ -88,8 +94,22 @@ class Catalogue:
             values = torch.cat([values, added @ self.users[row]])
             extra = torch.arange(len(added)) + len(self.item_ids)
             ids = torch.cat([ids, extra])
-        order = np.lexsort((ids.numpy(), -values.numpy()))[:wanted]  # score, then row
+        base = len(self.item_ids)
+        keys = torch.where(  # added items rank after the catalogue's equal scores, in order
+            ids < base,
+            (self.item_keys[ids.clamp(max=base - 1)] + int(self.user_shifts[row])) % base,
+            ids,
+        )
+        order = np.lexsort((keys.numpy(), -values.numpy()))[:wanted]  # score, then tie key
         return values[order], ids[order]
+
+    def _item_order(self, row: int) -> torch.Tensor:
+        """Item rows (the catalogue's, then the added ones) in user ``row``'s tie order."""
+        base = len(self.item_ids)
+        # rotating the keys by s rotates the key order: the item of rotated key 0 has key n - s
+        start = (base - int(self.user_shifts[row])) % base
+        rotated = torch.roll(self.item_order, -start)
+        return torch.cat([rotated, torch.arange(base, base + len(self.added_vectors))])
 
     def _item_row(self, rank: int, score: float, item: int) -> dict:
         base = len(self.item_ids)
@@ -118,7 +138,7 @@ class Catalogue:
     def users_for(self, vector: torch.Tensor, k: int) -> list[dict]:
         check_k(k, len(self.users), "users")
         scores = self.users @ vector  # (U,) as coldbrew.recommend ranks users
-        values, rows = top_by_score_then_id(scores, k)
+        values, rows = top_by_score_then_key(scores, k, order=self.user_order)
         user_ids = self.vectors.user_ids
         return [
             {"rank": rank + 1, "user": int(user_ids[row]), "score": score}
