@@ -259,6 +259,11 @@ class Flags(dict):
     layer's values must already have their type."""
 
 
+# a preset's section naming a leaderboard's models, blends and seeds
+# (coldbrew.research.leaderboard.board_preset); no run option
+BOARD_SECTION = "leaderboard"
+
+
 def make_config(*layers: dict[str, Any]) -> TrainConfig:
     """Merge dicts (later wins) over the defaults; unknown keys and wrong types are an error.
 
@@ -287,6 +292,8 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
         for key, value in layer.items():
             name = canonical_key(key)
             if name == "model":
+                continue
+            if name == BOARD_SECTION:  # what a leaderboard trains: coldbrew leaderboard reads it
                 continue
             if name in MODELS:  # a model's section, written nested
                 if name == model:

@@ -165,3 +165,45 @@ def test_a_model_with_no_cold_signal_shows_it_in_its_cold_columns(tmp_path, boar
     assert rows[0][header.index(keys[0])] == "no cold signal"
     assert rows[0][header.index(keys[1])] != "no cold signal"
     assert rows[1][header.index(keys[0])] != "no cold signal"
+
+
+def test_a_presets_leaderboard_section_names_the_models_blends_and_seeds(tmp_path, capsys):
+    import yaml
+
+    preset = tmp_path / "best.yaml"
+    section = {"models": ["clcrec", "bpr"], "blend": ["clcrec+bpr"], "seeds": [3]}
+    preset.write_text(yaml.safe_dump({**TINY, "epochs": 1, "leaderboard": section}))
+    out = tmp_path / "best"
+    assert main(["leaderboard", "--config", str(preset), "--out", str(out), "--no-plot"]) == 0
+    assert sorted(path.name for path in out.iterdir() if path.is_dir()) == [
+        "blend-clcrec+bpr",
+        "bpr",
+        "clcrec",
+    ]
+    assert (out / "clcrec" / "seed-3" / "results.json").exists()
+    assert json.loads((out / "leaderboard.json").read_text())["seeds"] == [3]
+    # flags win over the section; train ignores the section (it is no run option)
+    from coldbrew.config import load_yaml, make_config
+
+    assert make_config(load_yaml(preset)).model == "clcrec"
+
+
+def test_a_leaderboard_section_is_checked():
+    from coldbrew.research.leaderboard import board_preset
+
+    assert board_preset({}) == {}
+    assert board_preset({"leaderboard": {"models": ["a", "b"], "seeds": "1,2"}}) == {
+        "models": "a,b",
+        "seeds": "1,2",
+    }
+    with pytest.raises(ColdbrewError, match="unknown key 'model'"):
+        board_preset({"leaderboard": {"model": "clcrec"}})
+    with pytest.raises(ColdbrewError, match="expected a mapping"):
+        board_preset({"leaderboard": ["clcrec"]})
+
+
+def test_a_leaderboard_without_models_says_how_to_name_them(tmp_path):
+    with pytest.raises(ColdbrewError, match="give --models LIST"):
+        from coldbrew.cli import build_parser, handler
+
+        handler("leaderboard")(build_parser().parse_args(["leaderboard", "--out", str(tmp_path)]))

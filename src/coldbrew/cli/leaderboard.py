@@ -13,6 +13,7 @@ LEADERBOARD_EXAMPLES = """Examples:
       --models clcrec,knn,deepmusic --seeds 1,2,3 --out runs/board
   coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
       --epochs 20 --out runs/board-100k --markdown
+  coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
 Running the same command again trains only what is missing and prints the table."""
 
 BLEND_EXAMPLES = """Examples:
@@ -32,15 +33,21 @@ def add_parser(commands) -> None:
         "items), and print mean ± std over seeds.\n\n" + LEADERBOARD_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    board.add_argument("--models", required=True, metavar="LIST", help="e.g. clcrec,knn,gar")
-    board.add_argument("--seeds", default="1,2,3", metavar="LIST", help="default: 1,2,3")
+    board.add_argument(
+        "--models", metavar="LIST", help="e.g. clcrec,knn,gar (default: the --config's models)"
+    )
+    board.add_argument("--seeds", metavar="LIST", help="default: the --config's seeds, else 1,2,3")
     board.add_argument("--out", required=True, metavar="DIR", help="leaderboard directory")
     board.add_argument(
         "--blend",
         metavar="A+B,...",
         help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn",
     )
-    board.add_argument("--config", help="YAML preset every model starts from; flags override it")
+    board.add_argument(
+        "--config",
+        help="YAML preset every model starts from (its leaderboard: section may name the models, "
+        "blend and seeds); flags override it",
+    )
     board.add_argument("--markdown", action="store_true", help="print a Markdown table")
     board.add_argument("--no-plot", dest="plot", action="store_false", help="no leaderboard.png")
     add_config_options(board, model_options=False, unlisted=("model", "seed"))
@@ -95,16 +102,27 @@ def run_blend(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, load_yaml
-    from coldbrew.research.leaderboard import leaderboard, parse_blends, parse_models
+    from coldbrew.research.leaderboard import (
+        board_preset,
+        leaderboard,
+        parse_blends,
+        parse_models,
+    )
     from coldbrew.research.seeds import parse_seeds
 
     flags = config_flags(args)
     for refused in ("model", "seed"):
         if refused in flags:
             raise ColdbrewError(f"give --{refused}s LIST to the leaderboard, not --{refused}")
-    models, seeds = parse_models(args.models), parse_seeds(args.seeds)
-    blends = parse_blends(args.blend, models)
-    base_layers = (load_yaml(args.config) if args.config else {}, Flags(flags))
+    preset = load_yaml(args.config) if args.config else {}
+    named = board_preset(preset)  # flags win over the preset's leaderboard: section
+    models = args.models or named.get("models")
+    if not models:
+        raise ColdbrewError("give --models LIST, e.g. clcrec,knn (or a --config that names them)")
+    models = parse_models(models)
+    seeds = parse_seeds(args.seeds or named.get("seeds") or "1,2,3")
+    blends = parse_blends(args.blend or named.get("blend"), models)
+    base_layers = (preset, Flags(flags))
     quiet = bool(flags.get("quiet"))
     board = leaderboard(
         base_layers,

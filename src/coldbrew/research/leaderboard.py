@@ -57,6 +57,26 @@ def parse_models(text: str) -> list[str]:
     return names
 
 
+def board_preset(preset: dict) -> dict[str, str]:
+    """A preset's ``leaderboard:`` section (models, blend, seeds), each value as the command
+    line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``, ``"1,2,3"``); lists are
+    joined. Keys it lacks are left out; any other key is refused."""
+    from coldbrew.config import BOARD_SECTION
+
+    section = preset.get(BOARD_SECTION) or {}
+    if not isinstance(section, dict):
+        raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of models, blend and seeds")
+    unknown = sorted(set(section) - {"models", "blend", "seeds"})
+    if unknown:
+        raise ColdbrewError(
+            f"{BOARD_SECTION}: unknown key {unknown[0]!r}; it takes models, blend and seeds"
+        )
+    return {
+        key: ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        for key, value in section.items()
+    }
+
+
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
     """A model's run from an earlier leaderboard call must have been trained as asked now."""
     from coldbrew.config import load_saved_config
@@ -150,7 +170,9 @@ def seed_seconds(name: str, trained: dict) -> list:
     for seed, entry in results["per_seed"].items():
         total = entry["timing"]["wall_seconds"]
         for part in results.get("parts", ()):
-            total += trained[part]["per_seed"][seed]["timing"]["wall_seconds"]
+            # a multi-seed run keys its seeds as JSON does ("3"), a blend as ints: by text
+            part_seeds = {str(key): value for key, value in trained[part]["per_seed"].items()}
+            total += part_seeds[str(seed)]["timing"]["wall_seconds"]
         seconds.append(total)
     return seconds
 
