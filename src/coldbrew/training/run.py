@@ -204,7 +204,6 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         f"training {config.model} on {dataset.name}: {dataset.describe()}, "
         f"device {trainer.runtime.device} ({trainer.runtime.precision})"
     )
-    started = time.perf_counter()
     stopped, failure = "max_epochs", None
     try:
         trainer.fit()
@@ -214,10 +213,13 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         stopped, failure = error.stopped, error
         if log_file is not None:
             log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
+    started = time.perf_counter()
     metrics = final_metrics(trainer, run_dir)
     results = None
     if trainer.distributed.is_main:
-        wall = time.perf_counter() - started
+        # the epochs of every session (checkpointed) and this session's final evaluation, so a
+        # resumed run counts its whole training and resuming a finished one keeps its time
+        wall = trainer.state.wall_seconds + time.perf_counter() - started
         results = finish_run(trainer, dataset, run_dir, stopped, wall, metrics)
     results = trainer.distributed.broadcast(results)
     if failure is not None:
