@@ -82,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
-        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
-            return handler(args.command)(args)
+        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))), interrupts() as seen:
+            code = handler(args.command)(args)
+        if seen:  # a library swallowed the KeyboardInterrupt (in a finaliser, say): still 130
+            raise KeyboardInterrupt
+        return code
     except ColdbrewError as error:
         if debug:
             raise
@@ -104,6 +107,35 @@ def describe_os_error(error: OSError) -> str:
     reason = error.strerror or str(error) or type(error).__name__
     where = f" {error.filename}" if error.filename else ""
     return f"{reason}{':' if where else ''}{where} (set {DEBUG_VARIABLE}=1 for the traceback)"
+
+
+class interrupts:
+    """Ctrl-C raises KeyboardInterrupt as usual and is also remembered, so a command whose
+    interrupt was swallowed on the way (Python ignores one raised in a finaliser or a
+    ``__del__``) still exits 130 instead of 0. Its state is what the interrupted command
+    left: every command writes atomically and resumes from what is finished."""
+
+    def __enter__(self) -> list[int]:
+        import signal
+        import threading
+
+        self.seen: list[int] = []
+        self.previous = None
+        installed = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if installed and threading.current_thread() is threading.main_thread():
+
+            def on_interrupt(number, frame):
+                self.seen.append(number)
+                raise KeyboardInterrupt
+
+            self.previous = signal.signal(signal.SIGINT, on_interrupt)
+        return self.seen
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 class one_line_warnings:
