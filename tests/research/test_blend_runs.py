@@ -111,3 +111,23 @@ def test_blend_refuses_to_train():
     with pytest.raises(ColdbrewError, match="nothing to train"):
         Blend(2, 3)(None)
     assert torch.is_tensor(Blend(2, 3).users)
+
+
+def test_a_used_out_is_refused_before_the_weight_search_and_an_unfinished_one_resumes(
+    two_runs, tmp_path, monkeypatch
+):
+    import coldbrew.research.blend as blend_module
+
+    out = tmp_path / "blend"
+    first = blend(two_runs, out, overrides={"quiet": True}, log=quiet)
+    (out / "results.json").unlink()  # interrupted before its results were written
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the weight search ran before --out was checked")
+
+    monkeypatch.setattr(blend_module, "choose_weights", no_search)
+    with pytest.raises(ColdbrewError, match="already exists and is not empty"):
+        blend(two_runs, out, log=quiet)
+    monkeypatch.undo()
+    again = blend(two_runs, out, overrides={"quiet": True}, log=quiet, resume=True)
+    assert again["metrics"]["val"]["cold"] == pytest.approx(first["metrics"]["val"]["cold"])

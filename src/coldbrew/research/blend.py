@@ -73,22 +73,28 @@ def blend(
     weights: Sequence[float] | None = None,
     overrides: dict | None = None,
     log: Callable[[str], None] = print,
+    resume: bool = False,
 ) -> dict:
-    """Choose the weights (unless given), train the blend run in ``out``; its results."""
+    """Choose the weights (unless given), train the blend run in ``out``; its results.
+
+    ``out`` must be new, checked before the weight search; with ``resume``, an unfinished blend
+    in ``out`` (interrupted before its results were written) is finished instead."""
     from coldbrew.training.blend import check_runs, run_vectors
-    from coldbrew.training.run import load_run_dataset, train
-    from coldbrew.training.run_dir import check_out_dir
+    from coldbrew.training.run import CONFIG, load_run_dataset, train
+    from coldbrew.training.run_dir import check_new_run_dir
 
     runs, out = [Path(run) for run in runs], Path(out)
     for run in runs:
         if not run.is_dir():
             raise ColdbrewError(f"--runs: {run} is not a run directory")
     check_runs([str(run) for run in runs], list(weights) if weights else [1.0] * len(runs))
-    check_out_dir(out)
+    resume = resume and (out / CONFIG).exists()
+    if not resume:
+        check_new_run_dir(out)
     config = blend_config(runs, weights or [1.0] * len(runs), overrides or {})
     dataset = load_run_dataset(config)
     if weights is None:
         components = [run_vectors(run, dataset) for run in runs]
         chosen, _ = choose_weights(dataset, components, config.cold_candidates, log=log)
         config = blend_config(runs, chosen, overrides or {})
-    return train(config, out, dataset=dataset)
+    return train(config, out, dataset=dataset, resume=resume)

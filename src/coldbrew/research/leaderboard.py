@@ -133,7 +133,8 @@ def blend_models(
                 continue
             runs = [out / model / f"seed-{seed}" for model in names]
             log(f"{name}: seed {seed}")
-            per_seed[seed] = blend(runs, seed_out, overrides={"quiet": True}, log=log)
+            options = {"overrides": {"quiet": True}, "log": log, "resume": True}
+            per_seed[seed] = blend(runs, seed_out, **options)  # an interrupted one is finished
         results[name] = {"seeds": list(seeds), "per_seed": per_seed}
     return results
 
