@@ -86,7 +86,7 @@ def test_refusals(clcrec_run, capsys):
         loaded.recommend(item_text="a film", k=3)
     with pytest.raises(ColdbrewError, match="user 99999 is not in the data"):
         loaded.recommend(user=99999)
-    with pytest.raises(ColdbrewError, match="expected \\(n, 32\\)"):
+    with pytest.raises(ColdbrewError, match="has 5 columns; this run reads 32"):
         loaded.recommend(item_features=np.ones(5))
     with pytest.raises(ColdbrewError, match="either a user or a new item"):
         loaded.recommend(user=1, item_text="x")
@@ -192,3 +192,27 @@ def test_the_lm_recommender_ranks_users_for_a_new_items_text(tmp_path, monkeypat
     # a cold item is scored from its text alone: its text as a new item gets its column
     column = loaded.model.user_embeddings() @ loaded.model.item_embeddings()[cold]
     assert [row["user"] for row in rows] == torch.topk(column, 3).indices.tolist()
+
+
+def test_a_new_item_by_its_column_names_and_a_wrong_width_named_by_its_columns(
+    clcrec_run, tmp_path, capsys
+):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.raises(ColdbrewError, match="columns without names \\(content\\)"):
+        loaded.recommend(item_columns=["c3"], k=3)
+    names = [f"c{column}" for column in range(32)]
+    loaded.dataset.feature_columns = {"content": names}  # as a loader names genre flags
+    vector = np.zeros(32, dtype=np.float32)
+    vector[[3, 7]] = 1.0
+    assert loaded.recommend(item_columns=["C3", "c7"], k=5) == loaded.recommend(
+        item_features=vector, k=5
+    )
+    with pytest.raises(ColdbrewError, match="no column 'c99' \\(did you mean c9\\?\\)"):
+        loaded.recommend(item_columns=["c99"], k=3)
+    with pytest.raises(ColdbrewError, match="has 31 columns; this run reads 32: content: 32 col"):
+        loaded.recommend(item_features=np.ones(31), k=3)
+    config = (clcrec_run / "config.yaml").read_text()
+    assert "# a new item's vector (recommend --item-vector): content: 32 columns" in config
+    argv = ["recommend", "--run", str(clcrec_run), "--item-genres", "Action"]
+    assert main(argv) == 2
+    assert "columns without names" in capsys.readouterr().err

@@ -11,13 +11,19 @@ EXAMPLES = """Examples:
   coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew recommend --run runs/lm --item-text "Heat (1995). Genres: Action, Crime, Thriller."
   coldbrew recommend --run runs/clcrec --item-vector new_item.npy --k 50 --json
+  coldbrew recommend --run runs/genre-only --item-genres Action,Sci-Fi
   coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-vector genres.npy
 
 --user gives a user's top items (training items left out, cold items included). A new item
 gives the users most likely to want it: clcrec reads --item-vector (a .npy vector of the
 data's feature blocks, concatenated in order); lm reads --item-text, and --item-vector too
 when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
-ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning)."""
+ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning).
+
+The vector's columns: `coldbrew data info DATA --features ...` lists them ("new item
+vector"), as do the run's config.yaml and results.json. MovieLens genre columns are sorted by
+name (Action, Adventure, ..., Western, then unknown), not in u.item's flag order. Where every
+column has a name (genre only), --item-genres names the ones that are 1 instead."""
 
 
 def add_parser(commands) -> None:
@@ -38,6 +44,11 @@ def add_parser(commands) -> None:
         dest="item_features",
         metavar="FILE.npy",
         help="a new item's feature vector (a .npy file)",
+    )
+    recommend.add_argument(
+        "--item-genres",
+        metavar="NAMES",
+        help="a new item's vector by its genre names, e.g. Action,Sci-Fi (the rest 0)",
     )
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
@@ -61,8 +72,15 @@ def run(args: argparse.Namespace) -> int:
                 f"cannot read --item-vector {args.item_features}: {error}"
             ) from None
     loaded = load_run(args.run, data=args.data, device=args.device)
+    columns = None
+    if args.item_genres is not None:
+        columns = [name for name in args.item_genres.split(",") if name.strip()]
     rows = loaded.recommend(
-        user=args.user, item_text=args.item_text, item_features=features, k=args.k
+        user=args.user,
+        item_text=args.item_text,
+        item_features=features,
+        k=args.k,
+        item_columns=columns,
     )
     if args.json:
         print(json.dumps(rows))

@@ -281,8 +281,12 @@ def run_data(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
+        from coldbrew.data.dataset import describe_layout
+
+        summary.pop("feature_columns", None)  # said below, in the new item vector's order
         for key, value in summary.items():
             print(f"{key:20s} {value}")
+        print(f"{'new item vector':20s} {describe_layout(dataset.feature_layout())}")
         for note in dataset.notes:
             print(f"note: {note}")
     return 0

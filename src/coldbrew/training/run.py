@@ -185,9 +185,23 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
                 print(line, flush=True)
 
         trainer.run_dir, trainer.log = run_dir, log
-        write_text(config_yaml(config), run_dir / CONFIG)  # on resume: new epochs, device ...
+        text = config_yaml(config) + layout_comment(dataset)
+        write_text(text, run_dir / CONFIG)  # on resume: new epochs, device ...
         trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
+
+
+def layout_comment(dataset: Dataset) -> str:
+    """YAML comment lines saying the columns of a new item's vector (``recommend
+    --item-vector``), so a vector is built in the data's order, not a guessed one."""
+    from coldbrew.data.dataset import describe_layout
+
+    layout = dataset.feature_layout()
+    text = describe_layout(layout)
+    note = ""
+    if any(entry["block"] == "text" for entry in layout):
+        note = " (the lm reads its text from --item-text: its vector leaves the text block out)"
+    return f"# a new item's vector (recommend --item-vector): {text}{note}\n"
 
 
 def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
