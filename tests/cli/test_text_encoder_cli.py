@@ -81,3 +81,27 @@ def test_the_option_is_a_typed_run_setting(encoder):
     assert make_config({"text-encoder": encoder}).to_dict()["text_encoder"] == encoder
     with pytest.raises(ColdbrewError, match="option text_encoder: 'gpt2' is neither"):
         make_config({"text_encoder": "gpt2"})
+
+
+def test_evaluate_refuses_another_encoder_of_the_same_width_unless_asked(
+    data, encoder, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    argv = ["train", "--data", data, "--features", "genre,text", "--text-encoder", encoder]
+    argv += ["--epochs", "1", "--batch-size", "16", "--num-neg", "2", "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    assert main(["evaluate", "--run", str(run)]) == 0
+    kept = (run / "evaluation.json").read_text()
+    other = str(tiny_sentence_folder(tmp_path / "other", seed=1))  # 32-wide too, other weights
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--text-encoder", other]) == 2
+    assert "is another model than the one" in capsys.readouterr().err
+    allow = ["--text-encoder", other, "--allow-other-encoder"]
+    assert main(["evaluate", "--run", str(run), *allow]) == 0
+    assert (run / "evaluation.json").read_text() == kept
+    assert json.loads((run / "evaluation-other-encoder.json").read_text())["text_encoder"] == other
+    genre = tmp_path / "genre"
+    argv = ["train", "--data", data, "--features", "genre", "--epochs", "1", "--batch-size", "16"]
+    assert main([*argv, "--num-neg", "2", "--out", str(genre), "--quiet"]) == 0
+    assert main(["evaluate", "--run", str(genre), "--text-encoder", encoder]) == 2
+    assert "reads no text features (features: genre)" in capsys.readouterr().err

@@ -105,6 +105,12 @@ def add_parsers(commands) -> None:
         "place when a PATH encoder moved)",
     )
     evaluate.add_argument(
+        "--allow-other-encoder",
+        action="store_true",
+        help="score with a --text-encoder other than the run's model (into "
+        "evaluation-other-encoder.json, not evaluation.json)",
+    )
+    evaluate.add_argument(
         "--protocol",
         choices=["coldbrew", "original"],
         default=None,
@@ -241,6 +247,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         cold_candidates=args.cold_candidates,
         text_encoder=args.text_encoder,
+        allow_other_encoder=args.allow_other_encoder,
     )
     if args.json:
         print(json.dumps(output))

@@ -333,6 +333,11 @@ def finish_run(
         "processes": trainer.distributed.world_size,  # DDP processes that trained the run
         "history": state.history,
     }
+    if "text" in dataset.features and dataset.item_text is not None:
+        from coldbrew.data.text_encoder import encoder_identity
+
+        # what evaluate --text-encoder compares against, even after the folder has moved
+        results["text_encoder_identity"] = encoder_identity(config.text_encoder)
     for hook in trainer.hooks:
         hook.finish(results, run_dir)
     write_json(results, run_dir / RESULTS)
