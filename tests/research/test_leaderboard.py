@@ -91,3 +91,13 @@ def test_leaderboard_command_prints_the_table(tmp_path, capsys):
     assert main([*argv, *flags, "--no-plot", "--markdown"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("| model |") and "split val/cold recall@20" in printed
+
+
+def test_one_out_holds_one_setting_and_its_table_covers_every_model_trained_there(board):
+    out, _ = board  # clcrec, seeds 1 and 2
+    with pytest.raises(ColdbrewError, match="clcrec was trained with other settings.*dim"):
+        leaderboard(({**TINY, "dim": 8},), ["bpr"], [1, 2], out, plot=False, log=quiet)
+    assert not (out / "bpr").exists()  # refused before anything ran
+    board = leaderboard(({**TINY},), ["bpr"], [1, 2], out, plot=False, log=quiet)
+    assert [row["model"] for row in board["rows"]] == ["bpr", "clcrec"]
+    assert "clcrec" in (out / "leaderboard.md").read_text()

@@ -65,9 +65,32 @@ def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
     changed = sorted(key for key in wanted if key not in free and saved.get(key) != wanted[key])
     if changed:
         raise ColdbrewError(
-            f"{run_dir} was trained with other settings ({', '.join(changed)}); give the same "
-            "options, or another --out"
+            f"{run_dir} was trained with other settings ({', '.join(changed)}): one --out holds "
+            "one setting, so its table compares like with like; give the same options, or "
+            "another --out"
         )
+
+
+def with_earlier(
+    out: Path, models: Sequence[str], blends: Sequence[Sequence[str]], base_layers: Sequence[dict]
+) -> tuple[list[str], list[list[str]]]:
+    """The models and blends asked for, then those an earlier call trained in ``out``: one
+    ``--out`` holds one setting, and its table covers every model trained there. A model trained
+    there with other settings is refused before anything runs."""
+    from coldbrew.registry import MODELS
+    from coldbrew.research.seeds import is_multi_seed_run
+
+    names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+    earlier = [name for name in names if name in MODELS and is_multi_seed_run(out / name)]
+    for model in earlier:
+        check_same_settings(out / model, make_config(*base_layers, {"model": model}))
+    models = [*models, *(model for model in earlier if model not in models)]
+    blends = [list(names_) for names_ in blends]
+    for name in names:
+        parts = name.removeprefix("blend-").split("+")
+        if name.startswith("blend-") and parts not in blends and set(parts) <= set(models):
+            blends.append(parts)
+    return models, blends
 
 
 def train_models(
@@ -191,6 +214,7 @@ def leaderboard(
     out = Path(out)
     check_out_dir(out)
     make_config(*base_layers)  # every option is checked before anything is trained
+    models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
         trained = train_models(base_layers, models, seeds, out, log=log)
