@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from coldbrew.cli import main
+from coldbrew.errors import ColdbrewError
 
 
 def test_an_interrupt_a_library_swallowed_still_exits_130(monkeypatch, capsys):
@@ -21,3 +24,29 @@ def test_an_interrupt_a_library_swallowed_still_exits_130(monkeypatch, capsys):
     assert main(["doctor"]) == 130
     assert "interrupted" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--model", "knn", "--epochs", "3", "--lr", "0.1"], "knn cannot use --epochs, --lr"),
+        (["--model", "blend", "--features", "content"], "blend cannot use --features"),
+        (["--features", "content", "--text-encoder", "mpnet"], "content has no text block"),
+    ],
+)
+def test_options_a_model_cannot_use_are_refused_in_one_line(tmp_path, capsys, flags, message):
+    out = tmp_path / "run"
+    assert main(["train", "--data", "synthetic:small", *flags, "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not out.exists()
+
+
+def test_options_a_model_cannot_use_do_not_split_a_leaderboard(tmp_path):
+    from coldbrew.config import config_yaml, make_config
+    from coldbrew.research.leaderboard import check_same_settings
+
+    (tmp_path / "config.yaml").write_text(config_yaml(make_config({"model": "knn", "epochs": 2})))
+    check_same_settings(tmp_path, make_config({"model": "knn", "epochs": 5, "lr": 0.1}))
+    with pytest.raises(ColdbrewError, match="other settings \\(neighbors"):
+        check_same_settings(tmp_path, make_config({"model": "knn", "neighbors": 8}))

@@ -145,7 +145,7 @@ def print_metrics_table(metrics: dict) -> None:
 
 
 def train_config(args: argparse.Namespace):
-    from coldbrew.config import Flags, load_yaml, make_config
+    from coldbrew.config import Flags, check_usable_options, load_yaml, make_config
     from coldbrew.training.run import resume_config
 
     if args.resume and args.out:
@@ -154,7 +154,9 @@ def train_config(args: argparse.Namespace):
     preset = load_yaml(args.config) if args.config else {}
     if args.resume:  # the run keeps its own settings; flags given now (e.g. --epochs) go on top
         return resume_config(args.resume, preset, Flags(flags))
-    return make_config(preset, Flags(flags))
+    config = make_config(preset, Flags(flags))
+    check_usable_options(config, flags)
+    return config
 
 
 def launch_with_torchrun(args: argparse.Namespace) -> int:

@@ -55,13 +55,14 @@ def parse_models(text: str) -> list[str]:
 
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
     """A model's run from an earlier leaderboard call must have been trained as asked now."""
-    from coldbrew.config import load_saved_config
+    from coldbrew.config import load_saved_config, unusable_options
     from coldbrew.research.search import STUDY_BUDGET
     from coldbrew.training.run import CONFIG, RESUMABLE_OVERRIDES, flat_settings
 
     saved = flat_settings(make_config(load_saved_config(run_dir / CONFIG)))
     wanted = flat_settings(config)
     free = (RESUMABLE_OVERRIDES - set(STUDY_BUDGET)) | {"seed"}
+    free |= set(unusable_options(config, wanted))  # options the model has no use for
     changed = sorted(key for key in wanted if key not in free and saved.get(key) != wanted[key])
     if changed:
         raise ColdbrewError(
