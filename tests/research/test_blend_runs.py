@@ -131,3 +131,24 @@ def test_a_used_out_is_refused_before_the_weight_search_and_an_unfinished_one_re
     monkeypatch.undo()
     again = blend(two_runs, out, overrides={"quiet": True}, log=quiet, resume=True)
     assert again["metrics"]["val"]["cold"] == pytest.approx(first["metrics"]["val"]["cold"])
+
+
+def test_blends_that_cannot_mean_anything_say_why(two_runs, tmp_path):
+    import shutil
+
+    with pytest.raises(ColdbrewError, match="names .*dim8 twice: a run blended with itself"):
+        blend([two_runs[0], two_runs[0]], tmp_path / "self", log=quiet)
+    seeds = tmp_path / "seeds"
+    (seeds / "seed-1").mkdir(parents=True)
+    (seeds / "seeds.json").write_text('{"seeds": [1]}')
+    with pytest.raises(ColdbrewError, match="multi-seed run: blend one seed's runs, e.g. .*seed-1"):
+        blend([two_runs[0], seeds], tmp_path / "multi", log=quiet)
+    other_seed = tmp_path / "seed5"
+    train(make_config(BLENDED, {"seed": 5}), other_seed)
+    with pytest.raises(ColdbrewError, match="trained with seed 5, the blend's first run with seed 3"):
+        blend([two_runs[0], other_seed], tmp_path / "mixed", log=quiet)
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(two_runs[0], unfinished)
+    (unfinished / "results.json").unlink()
+    with pytest.warns(UserWarning, match="is unfinished .*coldbrew train --resume"):
+        evaluate_run(unfinished)

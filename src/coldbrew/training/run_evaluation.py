@@ -58,6 +58,14 @@ def load_best_model(
     checkpoint_path = run_dir / BEST
     if not checkpoint_path.exists():
         raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
+    if not (run_dir / "results.json").exists():
+        import warnings
+
+        warnings.warn(
+            f"{run_dir} is unfinished (interrupted: no results.json): this is its best epoch so "
+            f"far; finish it with coldbrew train --resume {run_dir}",
+            stacklevel=2,
+        )
     dataset = load_run_dataset(config)
     target = resolve_device(config.device)
     model = build_model(config.model, dataset, config)
