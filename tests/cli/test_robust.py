@@ -50,3 +50,13 @@ def test_options_a_model_cannot_use_do_not_split_a_leaderboard(tmp_path):
     check_same_settings(tmp_path, make_config({"model": "knn", "epochs": 5, "lr": 0.1}))
     with pytest.raises(ColdbrewError, match="other settings \\(neighbors"):
         check_same_settings(tmp_path, make_config({"model": "knn", "neighbors": 8}))
+
+
+def test_an_empty_or_file_parent_out_says_what_is_wrong(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--data", "synthetic:small", "--out", "", "--quiet"]) == 2
+    assert "--out is empty" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "afile").write_text("x")
+    assert main(["train", "--data", "synthetic:small", "--out", "afile/run", "--quiet"]) == 2
+    assert "afile is a file, not a folder" in capsys.readouterr().err

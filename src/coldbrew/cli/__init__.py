@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
+        refuse_empty_paths(args)
         with one_line_warnings(quiet=bool(getattr(args, "quiet", False))), interrupts() as seen:
             code = handler(args.command)(args)
         if seen:  # a library swallowed the KeyboardInterrupt (in a finaliser, say): still 130
@@ -100,6 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coldbrew: interrupted", file=sys.stderr)
         return 130
+
+
+def refuse_empty_paths(args: argparse.Namespace) -> None:
+    """``--out ""`` (an unset shell variable, say) would mean the current folder or a default
+    one: every command refuses it."""
+    for name in ("out", "resume", "run", "runs"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            raise ColdbrewError(f"--{name} is empty: give a folder, e.g. --{name} runs/x")
 
 
 def describe_os_error(error: OSError) -> str:
