@@ -60,3 +60,15 @@ def test_an_empty_or_file_parent_out_says_what_is_wrong(tmp_path, capsys, monkey
     (tmp_path / "afile").write_text("x")
     assert main(["train", "--data", "synthetic:small", "--out", "afile/run", "--quiet"]) == 2
     assert "afile is a file, not a folder" in capsys.readouterr().err
+
+
+def test_an_option_typo_shows_the_subcommands_usage_and_the_closest_name(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["blend", "--runs", "a,b", "--out", "x", "--wieghts", "1,2"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("usage: coldbrew blend ")
+    assert (
+        "coldbrew blend: error: unrecognized arguments --wieghts 1,2; did you mean --weights?"
+        in error
+    )

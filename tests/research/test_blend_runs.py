@@ -145,7 +145,9 @@ def test_blends_that_cannot_mean_anything_say_why(two_runs, tmp_path):
         blend([two_runs[0], seeds], tmp_path / "multi", log=quiet)
     other_seed = tmp_path / "seed5"
     train(make_config(BLENDED, {"seed": 5}), other_seed)
-    with pytest.raises(ColdbrewError, match="trained with seed 5, the blend's first run with seed 3"):
+    with pytest.raises(
+        ColdbrewError, match="trained with seed 5, the blend's first run with seed 3"
+    ):
         blend([two_runs[0], other_seed], tmp_path / "mixed", log=quiet)
     unfinished = tmp_path / "unfinished"
     shutil.copytree(two_runs[0], unfinished)

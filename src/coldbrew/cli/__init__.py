@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     from coldbrew.cli.options import focus_help_on
 
     focus_help_on(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        refuse_unknown(parser, args, unknown)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
@@ -101,6 +104,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coldbrew: interrupted", file=sys.stderr)
         return 130
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, args, unknown: list[str]) -> None:
+    """Unknown words: the subcommand's usage (not the top level's) and the closest valid option
+    name; exits 2 as argparse does."""
+    import difflib
+
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    nested = getattr(args, "data_command", None)  # coldbrew data info|convert
+    sub = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+    if nested and sub:
+        command = sub[0].choices[nested]
+    valid = [name for name in command._option_string_actions if name.startswith("--")]
+    word = unknown[0]
+    close = difflib.get_close_matches(word.partition("=")[0], valid, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else f" (see {command.prog} --help)"
+    command.error(
+        f"unrecognized argument{'s' if len(unknown) > 1 else ''} {' '.join(unknown)}{hint}"
+    )
 
 
 def refuse_empty_paths(args: argparse.Namespace) -> None:
