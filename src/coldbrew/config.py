@@ -14,8 +14,8 @@ note (``--num_workers``: no loader workers are needed). No torch is imported her
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
