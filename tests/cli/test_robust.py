@@ -72,3 +72,12 @@ def test_an_option_typo_shows_the_subcommands_usage_and_the_closest_name(capsys)
         "coldbrew blend: error: unrecognized arguments --wieghts 1,2; did you mean --weights?"
         in error
     )
+
+
+def test_a_zoo_backbone_given_to_the_lm_is_refused_at_once(tmp_path, capsys):
+    argv = ["train", "--model", "lm", "--backbone", "als", "--data", "synthetic:small"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    assert "--backbone als is a collaborative backbone of the cold-start zoo" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "run").exists()
