@@ -216,3 +216,11 @@ def test_a_new_item_by_its_column_names_and_a_wrong_width_named_by_its_columns(
     argv = ["recommend", "--run", str(clcrec_run), "--item-genres", "Action"]
     assert main(argv) == 2
     assert "columns without names" in capsys.readouterr().err
+
+
+def test_a_text_file_named_npy_is_said_to_be_no_npy_array(clcrec_run, tmp_path, capsys):
+    (tmp_path / "item.npy").write_text("0,1,0\n")
+    argv = ["recommend", "--run", str(clcrec_run), "--item-vector", str(tmp_path / "item.npy")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "not a .npy array (write one with numpy.save)" in error and "pickle" not in error

@@ -72,8 +72,10 @@ def test_models_and_blends_are_checked_before_anything_runs(tmp_path):
         parse_models(" , ")
     with pytest.raises(ColdbrewError, match="joined by"):
         parse_blends("clcrec", ["clcrec", "lm"])
-    with pytest.raises(ColdbrewError, match="joined by"):
+    with pytest.raises(ColdbrewError, match="bpr not in --models \\(clcrec,lm\\).* add it"):
         parse_blends("clcrec+bpr", ["clcrec", "lm"])
+    with pytest.raises(ColdbrewError, match="--models blend: a blend is made of .* --blend A\\+B"):
+        parse_models("clcrec,knn,blend")
     assert parse_blends("clcrec+lm", ["clcrec", "lm"]) == [["clcrec", "lm"]]
     out = tmp_path / "refused"
     argv = ["leaderboard", "--models", "clcrec", "--seed", "2", "--out", str(out)]

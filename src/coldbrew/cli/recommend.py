@@ -68,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             features = np.load(args.item_features, allow_pickle=False)
         except (OSError, ValueError) as error:
+            reason = str(error)
+            if "pickled" in reason:  # what numpy says of any file that is not a .npy array
+                reason = "not a .npy array (write one with numpy.save)"
             raise ColdbrewError(
-                f"cannot read --item-vector {args.item_features}: {error}"
+                f"cannot read --item-vector {args.item_features}: {reason}"
             ) from None
     loaded = load_run(args.run, data=args.data, device=args.device)
     columns = None

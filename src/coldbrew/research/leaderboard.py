@@ -47,6 +47,11 @@ def parse_models(text: str) -> list[str]:
         )
     if len(set(names)) != len(names):
         raise ColdbrewError(f"--models names a model twice: {text!r}")
+    if "blend" in names:
+        raise ColdbrewError(
+            "--models blend: a blend is made of the other models' runs, not trained; give "
+            "--blend A+B (e.g. --models clcrec,knn --blend clcrec+knn)"
+        )
     wrong = [name for name in names if MODELS[name].task != "recommendation"]
     if wrong:
         raise ColdbrewError(f"the leaderboard ranks recommenders; {', '.join(wrong)} is not one")
@@ -130,7 +135,13 @@ def parse_blends(text: str | None, models: Sequence[str]) -> list[list[str]]:
             continue
         names = [resolve_model_name(name.strip()) for name in part.split("+")]
         missing = [name for name in names if name not in models]
-        if len(names) < 2 or missing or len(set(names)) != len(names):
+        if missing and len(names) >= 2:
+            raise ColdbrewError(
+                f"--blend {part.strip()!r}: {', '.join(missing)} not in --models "
+                f"({','.join(models)}); a blend joins models the leaderboard trains: add "
+                f"{'it' if len(missing) == 1 else 'them'} to --models"
+            )
+        if len(names) < 2 or len(set(names)) != len(names):
             raise ColdbrewError(
                 f"--blend {part.strip()!r}: give two or more of --models joined by +, "
                 f"e.g. {'+'.join(models[:2])}"
