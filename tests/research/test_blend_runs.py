@@ -154,3 +154,20 @@ def test_blends_that_cannot_mean_anything_say_why(two_runs, tmp_path):
     (unfinished / "results.json").unlink()
     with pytest.warns(UserWarning, match="is unfinished .*coldbrew train --resume"):
         evaluate_run(unfinished)
+
+
+def test_compare_says_what_a_folder_of_seed_runs_is_and_cuda_is_checked_first(
+    two_runs, tmp_path, monkeypatch, capsys
+):
+    import shutil
+
+    import coldbrew.research.blend as blend_module
+
+    board_blend = tmp_path / "blend-a+b"
+    shutil.copytree(two_runs[0], board_blend / "seed-1")
+    assert main(["compare", str(board_blend)]) == 2
+    assert "holds one run per seed, no aggregate" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(blend_module, "choose_weights", lambda *a, **k: 1 / 0)
+        with pytest.raises(ColdbrewError, match="CUDA is not available"):
+            blend(two_runs, tmp_path / "cuda", overrides={"device": "cuda"}, log=quiet)

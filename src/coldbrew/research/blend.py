@@ -109,6 +109,9 @@ def blend(
     if not resume:
         check_new_run_dir(out)
     config = blend_config(runs, weights or [1.0] * len(runs), overrides or {})
+    from coldbrew.system.runtime import resolve_device
+
+    resolve_device(config.device)  # an unavailable device is refused before the weight search
     dataset = load_run_dataset(config)
     if weights is None:
         components = [run_vectors(run, dataset, config.seed) for run in runs]
