@@ -103,3 +103,13 @@ def test_one_out_holds_one_setting_and_its_table_covers_every_model_trained_ther
     board = leaderboard(({**TINY},), ["bpr"], [1, 2], out, plot=False, log=quiet)
     assert [row["model"] for row in board["rows"]] == ["bpr", "clcrec"]
     assert "clcrec" in (out / "leaderboard.md").read_text()
+
+
+def test_a_flat_model_option_names_the_model_without_it_and_where_to_put_it(tmp_path, capsys):
+    with pytest.raises(ColdbrewError, match="applies to every model, and clcrec has no such"):
+        leaderboard(({"neighbors": 20},), ["clcrec", "knn"], [1], tmp_path / "b", log=quiet)
+    assert not (tmp_path / "b").exists()
+    argv = ["leaderboard", "--models", "clcrec,knn", "--out", str(tmp_path / "c"), "--dim", "8"]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "--dim is an option of clcrec" in capsys.readouterr().err

@@ -121,6 +121,16 @@ def refuse_unknown(parser: argparse.ArgumentParser, args, unknown: list[str]) ->
     word = unknown[0]
     close = difflib.get_close_matches(word.partition("=")[0], valid, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else f" (see {command.prog} --help)"
+    if args.command == "leaderboard" and word.startswith("--"):
+        from coldbrew.research.leaderboard import model_option_owners
+
+        owners = model_option_owners(word.partition("=")[0][2:])
+        if owners:  # a model's option: the leaderboard trains several models
+            hint = (
+                f": {word.partition('=')[0]} is an option of {', '.join(owners)}; a leaderboard "
+                f"trains several models, so give it under its model in --config, e.g. "
+                f"{{{owners[0]}: {{{word.partition('=')[0][2:].replace('-', '_')}: ...}}}}"
+            )
     command.error(
         f"unrecognized argument{'s' if len(unknown) > 1 else ''} {' '.join(unknown)}{hint}"
     )

@@ -58,6 +58,35 @@ def parse_models(text: str) -> list[str]:
     return names
 
 
+def model_option_owners(key: str) -> list[str]:
+    """The models whose own options include ``key`` (none for a run option)."""
+    from coldbrew.config import FIELDS, canonical_key
+    from coldbrew.options import hints
+    from coldbrew.registry import MODELS
+
+    name = canonical_key(key)
+    if name in FIELDS or name in MODELS:
+        return []
+    return [model for model, spec in MODELS.items() if name in hints(spec.config)]
+
+
+def check_layers(base_layers: Sequence[dict], models: Sequence[str]) -> None:
+    """Every model's configuration can be made from ``base_layers``; a model's option written
+    flat applies to every model, so one that some model lacks is refused with where to put it."""
+    for layer in base_layers:
+        for key, value in layer.items():
+            owners = model_option_owners(key)
+            lacking = [model for model in models if owners and model not in owners]
+            if lacking:
+                raise ColdbrewError(
+                    f"option {key!r} (an option of {', '.join(owners)}) is written flat, so it "
+                    f"applies to every model, and {', '.join(lacking)} has no such option: "
+                    f"write it under its model in --config, e.g. {{{owners[0]}: {{{key}: {value}}}}}"
+                )
+    for model in models:
+        make_config(*base_layers, {"model": model})
+
+
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
     """A model's run from an earlier leaderboard call must have been trained as asked now."""
     from coldbrew.config import load_saved_config, unusable_options
@@ -225,7 +254,7 @@ def leaderboard(
 
     out = Path(out)
     check_out_dir(out)
-    make_config(*base_layers)  # every option is checked before anything is trained
+    check_layers(base_layers, models)  # every option is checked before anything is trained
     models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
