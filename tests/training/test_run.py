@@ -374,3 +374,13 @@ def test_resumed_runs_count_the_time_of_every_session(dataset, tmp_path, monkeyp
     again = train(resume_config(tmp_path / "run"), tmp_path / "run", resume=True)["timing"]
     assert again["wall_seconds"] >= timing["train_seconds"] + timing["eval_seconds"]
     assert again["train_seconds"] == timing["train_seconds"]
+
+
+def test_the_run_records_a_text_encoder_folder_as_an_absolute_path(tmp_path, monkeypatch):
+    from coldbrew.training.run_dir import absolute_data
+
+    (tmp_path / "encoder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config = absolute_data(make_config({**FAST, "text_encoder": "encoder"}))
+    assert config.text_encoder == str(tmp_path / "encoder")
+    assert absolute_data(make_config(FAST)).text_encoder == "minilm"

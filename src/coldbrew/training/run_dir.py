@@ -37,9 +37,12 @@ def check_new_run_dir(run_dir: Path) -> None:
 
 
 def absolute_data(config: TrainConfig) -> TrainConfig:
-    """The run records its data as an absolute path (a name such as ml-100k stays a name), so
-    evaluate and --resume work from any folder."""
+    """The run records its data and a text encoder folder as absolute paths (a name such as
+    ml-100k or minilm stays a name), so evaluate and --resume work from any folder."""
     path = Path(config.data).expanduser()
     if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
         config.data = str(path.resolve())
+    encoder = Path(config.text_encoder).expanduser()
+    if config.text_encoder not in ("minilm", "mpnet") and encoder.is_dir():
+        config.text_encoder = str(encoder.resolve())  # a folder, so it is found from anywhere
     return config
