@@ -94,3 +94,10 @@ def test_progress_bars_stay_out_of_a_redirected_log(tmp_path, capsys):
     load_backbone(str(folder), progress=True)  # stderr is captured here: not a terminal
     assert "Loading weights" not in capsys.readouterr().err
     assert not bars_shown(True)
+
+
+def test_train_model_blend_without_weights_points_to_coldbrew_blend(tmp_path, capsys):
+    argv = ["train", "--model", "blend", "--data", "synthetic:small", "--out", str(tmp_path / "b")]
+    assert main([*argv, "--runs", f"{tmp_path}/a,{tmp_path}/c"]) == 2
+    error = capsys.readouterr().err
+    assert "needs their --weights (e.g. 0.5,0.5)" in error and "coldbrew blend --runs" in error

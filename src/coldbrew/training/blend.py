@@ -45,7 +45,16 @@ def run_vectors(
 
 def check_runs(runs: list[str], weights: list[float]) -> None:
     if not 2 <= len(runs) <= MAX_RUNS:
-        raise ColdbrewError(f"a blend takes 2 to {MAX_RUNS} runs, not {len(runs)}")
+        raise ColdbrewError(
+            f"a blend takes 2 to {MAX_RUNS} runs (--runs A,B), not {len(runs)}; coldbrew blend "
+            "--runs A,B --out DIR also chooses their weights"
+        )
+    if not weights:
+        raise ColdbrewError(
+            f"a blend of {len(runs)} runs needs their --weights (e.g. "
+            f"{','.join(['0.5'] * len(runs))}); to choose them on val, run coldbrew blend "
+            "--runs ... --out ... instead of train --model blend"
+        )
     if len(weights) != len(runs):
         raise ColdbrewError(f"a blend of {len(runs)} runs needs {len(runs)} weights, not {weights}")
     if not any(weights):
