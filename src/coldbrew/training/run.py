@@ -196,6 +196,8 @@ def layout_comment(dataset: Dataset) -> str:
     --item-vector``), so a vector is built in the data's order, not a guessed one."""
     from coldbrew.data.dataset import describe_layout
 
+    if not hasattr(dataset, "feature_layout"):  # a forecasting series has no items
+        return ""
     layout = dataset.feature_layout()
     text = describe_layout(layout)
     note = ""
@@ -333,7 +335,7 @@ def finish_run(
         "processes": trainer.distributed.world_size,  # DDP processes that trained the run
         "history": state.history,
     }
-    if "text" in dataset.features and dataset.item_text is not None:
+    if "text" in getattr(dataset, "features", {}) and getattr(dataset, "item_text", None):
         from coldbrew.data.text_encoder import encoder_identity
 
         # what evaluate --text-encoder compares against, even after the folder has moved
