@@ -210,11 +210,18 @@ def source_id(source_ids: np.ndarray | None, row: int) -> int:
     return int(row if source_ids is None else source_ids[row])
 
 
-def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "auto") -> LoadedRun:
-    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``."""
+def load_run(
+    run_dir: str | Path,
+    *,
+    data: str | None = None,
+    device: str = "auto",
+    text_encoder: str | None = None,
+) -> LoadedRun:
+    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``;
+    ``text_encoder``: the run's encoder folder where it lies now (another model is refused)."""
     from coldbrew.registry import model_spec
     from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
-    from coldbrew.training.run_evaluation import load_best_model
+    from coldbrew.training.run_evaluation import check_text_encoder_override, load_best_model
 
     if is_multi_seed_run(run_dir):
         seeds = saved_seeds(run_dir)
@@ -222,7 +229,10 @@ def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "aut
             f"{run_dir} is a multi-seed run (seeds {', '.join(map(str, seeds))}): recommend "
             f"from one seed's run, e.g. --run {seed_dir(run_dir, seeds[0])}"
         )
-    config, dataset, model, target = load_best_model(run_dir, data=data, device=device)
+    if text_encoder is not None:
+        check_text_encoder_override(Path(run_dir), text_encoder, allow_other=None)
+    options = {"data": data, "device": device, "text_encoder": text_encoder}
+    config, dataset, model, target = load_best_model(run_dir, **options)
     if model_spec(config.model).task != "recommendation":
         raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")
     return LoadedRun(Path(run_dir), config, dataset, model, target)

@@ -105,3 +105,21 @@ def test_evaluate_refuses_another_encoder_of_the_same_width_unless_asked(
     assert main([*argv, "--num-neg", "2", "--out", str(genre), "--quiet"]) == 0
     assert main(["evaluate", "--run", str(genre), "--text-encoder", encoder]) == 2
     assert "reads no text features (features: genre)" in capsys.readouterr().err
+
+
+def test_recommend_finds_a_moved_encoder_folder_and_refuses_another(
+    data, encoder, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    argv = ["train", "--data", data, "--features", "genre,text", "--text-encoder", encoder]
+    argv += ["--epochs", "1", "--batch-size", "16", "--num-neg", "2", "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    moved = tmp_path / "moved-encoder"
+    shutil.move(encoder, moved)
+    ask = ["recommend", "--run", str(run), "--user", "1", "--k", "3", "--json"]
+    capsys.readouterr()
+    assert main([*ask, "--text-encoder", str(moved)]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    other = str(tiny_sentence_folder(tmp_path / "other", seed=1))
+    assert main([*ask, "--text-encoder", other]) == 2
+    assert "is another model than the one" in capsys.readouterr().err

@@ -53,6 +53,11 @@ def add_parser(commands) -> None:
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
     recommend.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    recommend.add_argument(
+        "--text-encoder",
+        metavar="PATH",
+        help="the run's text encoder folder where it lies now, when it has moved",
+    )
     recommend.add_argument("--json", action="store_true", help="print JSON rows")
 
 
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             raise ColdbrewError(
                 f"cannot read --item-vector {args.item_features}: {reason}"
             ) from None
-    loaded = load_run(args.run, data=args.data, device=args.device)
+    loaded = load_run(args.run, data=args.data, device=args.device, text_encoder=args.text_encoder)
     columns = None
     if args.item_genres is not None:
         columns = [name for name in args.item_genres.split(",") if name.strip()]

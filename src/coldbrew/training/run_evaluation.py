@@ -76,9 +76,10 @@ def load_best_model(
 OTHER_ENCODER_OUTPUT = "evaluation-other-encoder.json"
 
 
-def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: bool) -> bool:
+def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: bool | None) -> bool:
     """Whether ``text_encoder`` is another model than the run's (refused unless
-    ``allow_other``); the same model moved elsewhere is not. A run that reads no text is
+    ``allow_other``; None: refused without offering ``--allow-other-encoder``, as
+    ``recommend`` has none); the same model moved elsewhere is not. A run that reads no text is
     refused: the option would change nothing."""
     import json
 
@@ -108,8 +109,13 @@ def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: b
         raise ColdbrewError(
             f"--text-encoder {text_encoder} is another model than the one {run_dir} was trained "
             f"with ({saved.get('text_encoder')}): its vectors mean other things to the "
-            "checkpoint. Give the run's own encoder (its new folder if it moved), or add "
-            f"--allow-other-encoder to score it anyway (written to {OTHER_ENCODER_OUTPUT})"
+            "checkpoint. Give the run's own encoder (its new folder if it moved)"
+            + (
+                f", or add --allow-other-encoder to score it anyway (written to "
+                f"{OTHER_ENCODER_OUTPUT})"
+                if allow_other is False
+                else ""
+            )
         )
     return True
 
