@@ -87,7 +87,7 @@ def test_refusals(clcrec_run, capsys):
         loaded.recommend(item_text="a film", k=3)
     with pytest.raises(ColdbrewError, match="user 99999 is not in the data"):
         loaded.recommend(user=99999)
-    with pytest.raises(ColdbrewError, match="expected \\(n, 32\\)"):
+    with pytest.raises(ColdbrewError, match="has 5 columns; this run reads 32"):
         loaded.recommend(item_features=np.ones(5))
     with pytest.raises(ColdbrewError, match="either a user or a new item"):
         loaded.recommend(user=1, item_text="x")
@@ -213,3 +213,35 @@ def test_a_rotated_key_order_is_the_key_order_of_the_rotated_keys():
         assert torch.equal(torch.roll(key_order(count), -start), expected)
         assert torch.equal(key_order(count, shift), expected)
     assert key_order(3, extra=2)[3:].tolist() == [3, 4]  # added items after the catalogue
+
+
+def test_a_new_item_by_its_column_names_and_a_wrong_width_named_by_its_columns(
+    clcrec_run, tmp_path, capsys
+):
+    loaded = coldbrew.load_run(clcrec_run)
+    with pytest.raises(ColdbrewError, match="columns without names \\(content\\)"):
+        loaded.recommend(item_columns=["c3"], k=3)
+    names = [f"c{column}" for column in range(32)]
+    loaded.dataset.feature_columns = {"content": names}  # as a loader names genre flags
+    vector = np.zeros(32, dtype=np.float32)
+    vector[[3, 7]] = 1.0
+    assert loaded.recommend(item_columns=["C3", "c7"], k=5) == loaded.recommend(
+        item_features=vector, k=5
+    )
+    with pytest.raises(ColdbrewError, match="no column 'c99' \\(did you mean c9\\?\\)"):
+        loaded.recommend(item_columns=["c99"], k=3)
+    with pytest.raises(ColdbrewError, match="has 31 columns; this run reads 32: content: 32 col"):
+        loaded.recommend(item_features=np.ones(31), k=3)
+    config = (clcrec_run / "config.yaml").read_text()
+    assert "# a new item's vector (recommend --item-vector): content: 32 columns" in config
+    argv = ["recommend", "--run", str(clcrec_run), "--item-genres", "Action"]
+    assert main(argv) == 2
+    assert "columns without names" in capsys.readouterr().err
+
+
+def test_a_text_file_named_npy_is_said_to_be_no_npy_array(clcrec_run, tmp_path, capsys):
+    (tmp_path / "item.npy").write_text("0,1,0\n")
+    argv = ["recommend", "--run", str(clcrec_run), "--item-vector", str(tmp_path / "item.npy")]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "not a .npy array (write one with numpy.save)" in error and "pickle" not in error

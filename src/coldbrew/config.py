@@ -14,6 +14,7 @@ note (``--num_workers``: no loader workers are needed). No torch is imported her
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,54 @@ def _put_section(key, value, model, types, values, from_text) -> None:
     if owners:
         raise ColdbrewError(f"option {key!r} belongs to model {', '.join(owners)}, not {model}")
     raise ColdbrewError(f"unknown config key {key!r}")
+
+
+# run options that only shape training: a model with nothing to train cannot use them
+TRAINING_OPTIONS = (
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "batch_size",
+    "grad_accum",
+    "epochs",
+    "lr_schedule",
+    "warmup_steps",
+    "grad_clip",
+    "patience",
+)
+
+
+def unusable_options(config: TrainConfig, given: Iterable[str]) -> list[str]:
+    """Which of the options ``given`` ``config``'s model cannot use: training options for a
+    model with nothing to train, what its spec ignores, a text encoder without a text block."""
+    from coldbrew.registry import MODELS
+
+    spec = MODELS[config.model]
+    unused = set(spec.ignores) | (set() if spec.trains else set(TRAINING_OPTIONS))
+    if config.features is not None and "text" not in config.features:
+        unused.add("text_encoder")
+    return [key for key in given if canonical_key(key) in unused]
+
+
+def check_usable_options(config: TrainConfig, given: Iterable[str]) -> None:
+    """Refuse, in one line, options given that ``config``'s model cannot use."""
+    unused = [canonical_key(key) for key in unusable_options(config, given)]
+    if not unused:
+        return
+    flags = ", ".join(f"--{key.replace('_', '-')}" for key in unused)
+    if unused == ["text_encoder"] and config.model not in USE_REASONS:
+        reason = f" (--features {','.join(config.features or [])} has no text block)"
+    else:
+        reason = USE_REASONS.get(config.model, "")
+    raise ColdbrewError(
+        f"{config.model} cannot use {flags}{reason}; leave {'it' if len(unused) == 1 else 'them'} out"
+    )
+
+
+USE_REASONS = {
+    "knn": " (it trains nothing: cold items average their content neighbours' vectors)",
+    "blend": " (it trains nothing and takes its data and features from its runs)",
+}
 
 
 def load_saved_config(path: str | Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from coldbrew.data.dataset import describe_layout
 from coldbrew.errors import ColdbrewError
 
 
@@ -39,11 +40,18 @@ class LoadedRun:
         item_text: str | None = None,
         item_features: np.ndarray | torch.Tensor | None = None,
         k: int = 20,
+        item_columns: list[str] | None = None,
     ) -> list[dict]:
         """``user`` (its id in the data's own numbering): its top ``k`` items, training items
         left out. ``item_text`` and/or ``item_features`` (what the model reads: text for the
         LM, with its feature blocks when it was trained with them; features for CLCRec): the
-        top ``k`` users for that new item. Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        top ``k`` users for that new item. ``item_columns`` names the columns of the new item's
+        vector that are 1 (e.g. its genres: ``["Action", "Sci-Fi"]``), the others 0, instead of
+        a bare ``item_features``. Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        if item_columns is not None:
+            if item_features is not None:
+                raise ColdbrewError("give the new item's vector or its column names, not both")
+            item_features = self.named_vector(item_columns)
         new_item = item_text is not None or item_features is not None
         if (user is not None) == new_item:
             raise ColdbrewError("give either a user or a new item (its text and/or features)")
@@ -59,7 +67,47 @@ class LoadedRun:
             raise ColdbrewError("item text is empty: give the new item's title, genres, plot ...")
         if item_features is not None:
             item_features = one_item_vector(item_features)
+            self._check_width(item_features.shape[1])
         return self._users_for(item_text, item_features, k)
+
+    def vector_layout(self) -> list[dict]:
+        """The blocks of a new item's vector for this run's model, in order (see
+        ``Dataset.feature_layout``): the lm reads the blocks it was trained with, other models
+        every dense block."""
+        layout = self.dataset.feature_layout()
+        read = getattr(self.model, "feature_widths", None)  # the lm's blocks
+        return layout if read is None else [e for e in layout if e["block"] in read]
+
+    def _check_width(self, width: int) -> None:
+        layout = self.vector_layout()
+        expected = sum(entry["width"] for entry in layout)
+        if layout and width != expected:
+            raise ColdbrewError(
+                f"the new item's vector has {width} columns; this run reads {expected}: "
+                f"{describe_layout(layout)}"
+            )
+
+    def named_vector(self, names: list[str]) -> np.ndarray:
+        """A new item's vector with the columns called ``names`` at 1 (any case), the rest 0;
+        every column must be named by the data (``Dataset.feature_columns``)."""
+        layout = self.vector_layout()
+        unnamed = [entry["block"] for entry in layout if not entry.get("columns")]
+        if unnamed or not layout:
+            raise ColdbrewError(
+                f"this run's item vector ({describe_layout(layout)}) has columns without names "
+                f"({', '.join(unnamed) or 'none at all'}): give the whole vector (--item-vector)"
+            )
+        columns = [name for entry in layout for name in entry["columns"]]
+        position = {name.casefold(): index for index, name in enumerate(columns)}
+        vector = np.zeros(len(columns), dtype=np.float32)
+        for name in names:
+            if name.strip().casefold() not in position:
+                raise ColdbrewError(
+                    f"no column {name.strip()!r}{close_to(name.strip(), columns)}; "
+                    f"the columns: {', '.join(columns)}"
+                )
+            vector[position[name.strip().casefold()]] = 1.0
+        return vector
 
     def _items_for(self, user: int, k: int) -> list[dict]:
         dataset = self.dataset
@@ -104,6 +152,13 @@ class LoadedRun:
             {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
             for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
         ]
+
+
+def close_to(name: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def is_integer(value) -> bool:
@@ -178,11 +233,18 @@ def source_id(source_ids: np.ndarray | None, row: int) -> int:
     return int(row if source_ids is None else source_ids[row])
 
 
-def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "auto") -> LoadedRun:
-    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``."""
+def load_run(
+    run_dir: str | Path,
+    *,
+    data: str | None = None,
+    device: str = "auto",
+    text_encoder: str | None = None,
+) -> LoadedRun:
+    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``;
+    ``text_encoder``: the run's encoder folder where it lies now (another model is refused)."""
     from coldbrew.registry import model_spec
     from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
-    from coldbrew.training.run_evaluation import load_best_model
+    from coldbrew.training.run_evaluation import check_text_encoder_override, load_best_model
 
     if is_multi_seed_run(run_dir):
         seeds = saved_seeds(run_dir)
@@ -190,7 +252,10 @@ def load_run(run_dir: str | Path, *, data: str | None = None, device: str = "aut
             f"{run_dir} is a multi-seed run (seeds {', '.join(map(str, seeds))}): recommend "
             f"from one seed's run, e.g. --run {seed_dir(run_dir, seeds[0])}"
         )
-    config, dataset, model, target = load_best_model(run_dir, data=data, device=device)
+    if text_encoder is not None:
+        check_text_encoder_override(Path(run_dir), text_encoder, allow_other=None)
+    options = {"data": data, "device": device, "text_encoder": text_encoder}
+    config, dataset, model, target = load_best_model(run_dir, **options)
     if model_spec(config.model).task != "recommendation":
         raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")
     return LoadedRun(Path(run_dir), config, dataset, model, target)

@@ -47,6 +47,8 @@ class ModelSpec:
     teacher: bool | str = False
     # False: nothing to train (content KNN); a run evaluates the built model as it is
     trains: bool = True
+    # run options the model has no use for beyond those of training (a blend reads its runs')
+    ignores: tuple[str, ...] = ()
     # the validation group whose Recall@20 selects its epoch unless --early-stop-metric says
     # otherwise (where validation has no such group: "all", else the group it has)
     monitor_group: str = "cold"
@@ -108,6 +110,7 @@ MODELS: dict[str, ModelSpec] = {
         "a blend of trained runs' per-user standardised scores (coldbrew blend)",
         teacher="coldbrew.training.blend:blend_vectors",
         trains=False,
+        ignores=("features", "text_encoder"),
     ),
     "deepmusic": ModelSpec(
         "deepmusic",

@@ -81,3 +81,45 @@ def test_the_option_is_a_typed_run_setting(encoder):
     assert make_config({"text-encoder": encoder}).to_dict()["text_encoder"] == encoder
     with pytest.raises(ColdbrewError, match="option text_encoder: 'gpt2' is neither"):
         make_config({"text_encoder": "gpt2"})
+
+
+def test_evaluate_refuses_another_encoder_of_the_same_width_unless_asked(
+    data, encoder, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    argv = ["train", "--data", data, "--features", "genre,text", "--text-encoder", encoder]
+    argv += ["--epochs", "1", "--batch-size", "16", "--num-neg", "2", "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    assert main(["evaluate", "--run", str(run)]) == 0
+    kept = (run / "evaluation.json").read_text()
+    other = str(tiny_sentence_folder(tmp_path / "other", seed=1))  # 32-wide too, other weights
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--text-encoder", other]) == 2
+    assert "is another model than the one" in capsys.readouterr().err
+    allow = ["--text-encoder", other, "--allow-other-encoder"]
+    assert main(["evaluate", "--run", str(run), *allow]) == 0
+    assert (run / "evaluation.json").read_text() == kept
+    assert json.loads((run / "evaluation-other-encoder.json").read_text())["text_encoder"] == other
+    genre = tmp_path / "genre"
+    argv = ["train", "--data", data, "--features", "genre", "--epochs", "1", "--batch-size", "16"]
+    assert main([*argv, "--num-neg", "2", "--out", str(genre), "--quiet"]) == 0
+    assert main(["evaluate", "--run", str(genre), "--text-encoder", encoder]) == 2
+    assert "reads no text features (features: genre)" in capsys.readouterr().err
+
+
+def test_recommend_finds_a_moved_encoder_folder_and_refuses_another(
+    data, encoder, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    argv = ["train", "--data", data, "--features", "genre,text", "--text-encoder", encoder]
+    argv += ["--epochs", "1", "--batch-size", "16", "--num-neg", "2", "--out", str(run), "--quiet"]
+    assert main(argv) == 0
+    moved = tmp_path / "moved-encoder"
+    shutil.move(encoder, moved)
+    ask = ["recommend", "--run", str(run), "--user", "1", "--k", "3", "--json"]
+    capsys.readouterr()
+    assert main([*ask, "--text-encoder", str(moved)]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    other = str(tiny_sentence_folder(tmp_path / "other", seed=1))
+    assert main([*ask, "--text-encoder", other]) == 2
+    assert "is another model than the one" in capsys.readouterr().err

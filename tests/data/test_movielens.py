@@ -414,3 +414,26 @@ def test_ml100k_through_load_dataset():
     shared_path("ml-100k")  # skips when the shared data is absent (a clone outside the workspace)
     dataset = load_dataset("ml-100k", features="genre", seed=0)
     assert dataset.name == "ml-100k" and dataset.num_users == 943
+
+
+def test_the_genre_columns_are_named_in_their_order_not_u_items_flag_order(tmp_path):
+    dataset = load(write_ml100k(tmp_path / "ml"))
+    columns = dataset.feature_columns["genre"]
+    assert columns[0] == "Action" and columns[-1] == "unknown"  # sorted by name
+    genre = dataset.features["genre"]
+    by_title = {text.split(" (")[0]: row for row, text in enumerate(dataset.item_text)}
+    # u.item flags 6 and 16 are Crime and Thriller (flag 0 is unknown)
+    named = {columns[c] for c in genre[by_title["The Usual Suspects"]].nonzero().flatten()}
+    assert named == {"Crime", "Thriller"}
+    layout = dataset.feature_layout()
+    assert layout == [{"block": "genre", "width": 19, "columns": columns}]
+    assert dataset.summary()["feature_columns"] == {"genre": columns}
+
+
+def test_a_converted_copy_keeps_the_column_names(tmp_path):
+    from coldbrew.data import stored
+
+    dataset = load(write_ml100k(tmp_path / "ml"))
+    stored.save(dataset, tmp_path / "copy")
+    again = stored.load(tmp_path / "copy", None)
+    assert again.feature_columns == dataset.feature_columns

@@ -114,13 +114,16 @@ def test_loading_leaves_the_environment_alone(gpt2):
     assert dict(os.environ) == before
 
 
-def test_quiet_loading_has_no_weights_bar_and_restores_the_setting(gpt2, capfd):
+def test_quiet_loading_has_no_weights_bar_and_restores_the_setting(gpt2, capfd, monkeypatch):
     from transformers.utils import logging as transformers_logging
 
     load_backbone(gpt2, progress=False)
     assert "Loading weights" not in capfd.readouterr().err
     assert transformers_logging.is_progress_bar_enabled()  # left as it was
-    load_backbone(gpt2)
+    load_backbone(gpt2)  # captured stderr is no terminal: no frames in a redirected log
+    assert "Loading weights" not in capfd.readouterr().err
+    monkeypatch.setattr("coldbrew.data.text_backbone.bars_shown", lambda progress=True: progress)
+    load_backbone(gpt2)  # as on a terminal
     assert "Loading weights" in capfd.readouterr().err  # the check can see the bar
 
 

@@ -111,3 +111,63 @@ def test_blend_refuses_to_train():
     with pytest.raises(ColdbrewError, match="nothing to train"):
         Blend(2, 3)(None)
     assert torch.is_tensor(Blend(2, 3).users)
+
+
+def test_a_used_out_is_refused_before_the_weight_search_and_an_unfinished_one_resumes(
+    two_runs, tmp_path, monkeypatch
+):
+    import coldbrew.research.blend as blend_module
+
+    out = tmp_path / "blend"
+    first = blend(two_runs, out, overrides={"quiet": True}, log=quiet)
+    (out / "results.json").unlink()  # interrupted before its results were written
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the weight search ran before --out was checked")
+
+    monkeypatch.setattr(blend_module, "choose_weights", no_search)
+    with pytest.raises(ColdbrewError, match="already exists and is not empty"):
+        blend(two_runs, out, log=quiet)
+    monkeypatch.undo()
+    again = blend(two_runs, out, overrides={"quiet": True}, log=quiet, resume=True)
+    assert again["metrics"]["val"]["cold"] == pytest.approx(first["metrics"]["val"]["cold"])
+
+
+def test_blends_that_cannot_mean_anything_say_why(two_runs, tmp_path):
+    import shutil
+
+    with pytest.raises(ColdbrewError, match="names .*dim8 twice: a run blended with itself"):
+        blend([two_runs[0], two_runs[0]], tmp_path / "self", log=quiet)
+    seeds = tmp_path / "seeds"
+    (seeds / "seed-1").mkdir(parents=True)
+    (seeds / "seeds.json").write_text('{"seeds": [1]}')
+    with pytest.raises(ColdbrewError, match="multi-seed run: blend one seed's runs, e.g. .*seed-1"):
+        blend([two_runs[0], seeds], tmp_path / "multi", log=quiet)
+    other_seed = tmp_path / "seed5"
+    train(make_config(BLENDED, {"seed": 5}), other_seed)
+    with pytest.raises(
+        ColdbrewError, match="trained with seed 5, the blend's first run with seed 3"
+    ):
+        blend([two_runs[0], other_seed], tmp_path / "mixed", log=quiet)
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(two_runs[0], unfinished)
+    (unfinished / "results.json").unlink()
+    with pytest.warns(UserWarning, match="is unfinished .*coldbrew train --resume"):
+        evaluate_run(unfinished)
+
+
+def test_compare_says_what_a_folder_of_seed_runs_is_and_cuda_is_checked_first(
+    two_runs, tmp_path, monkeypatch, capsys
+):
+    import shutil
+
+    import coldbrew.research.blend as blend_module
+
+    board_blend = tmp_path / "blend-a+b"
+    shutil.copytree(two_runs[0], board_blend / "seed-1")
+    assert main(["compare", str(board_blend)]) == 2
+    assert "holds one run per seed, no aggregate" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(blend_module, "choose_weights", lambda *a, **k: 1 / 0)
+        with pytest.raises(ColdbrewError, match="CUDA is not available"):
+            blend(two_runs, tmp_path / "cuda", overrides={"device": "cuda"}, log=quiet)

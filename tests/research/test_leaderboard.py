@@ -81,8 +81,10 @@ def test_models_and_blends_are_checked_before_anything_runs(tmp_path):
         parse_models(" , ")
     with pytest.raises(ColdbrewError, match="joined by"):
         parse_blends("clcrec", ["clcrec", "lm"])
-    with pytest.raises(ColdbrewError, match="joined by"):
+    with pytest.raises(ColdbrewError, match="bpr not in --models \\(clcrec,lm\\).* add it"):
         parse_blends("clcrec+bpr", ["clcrec", "lm"])
+    with pytest.raises(ColdbrewError, match="--models blend: a blend is made of .* --blend A\\+B"):
+        parse_models("clcrec,knn,blend")
     assert parse_blends("clcrec+lm", ["clcrec", "lm"]) == [["clcrec", "lm"]]
     out = tmp_path / "refused"
     argv = ["leaderboard", "--models", "clcrec", "--seed", "2", "--out", str(out)]
@@ -207,3 +209,23 @@ def test_a_leaderboard_without_models_says_how_to_name_them(tmp_path):
         from coldbrew.cli import build_parser, handler
 
         handler("leaderboard")(build_parser().parse_args(["leaderboard", "--out", str(tmp_path)]))
+
+
+def test_one_out_holds_one_setting_and_its_table_covers_every_model_trained_there(board):
+    out, _ = board  # clcrec, seeds 1 and 2
+    with pytest.raises(ColdbrewError, match="clcrec was trained with other settings.*dim"):
+        leaderboard(({**TINY, "dim": 8},), ["bpr"], [1, 2], out, plot=False, log=quiet)
+    assert not (out / "bpr").exists()  # refused before anything ran
+    board = leaderboard(({**TINY},), ["bpr"], [1, 2], out, plot=False, log=quiet)
+    assert [row["model"] for row in board["rows"]] == ["bpr", "clcrec"]
+    assert "clcrec" in (out / "leaderboard.md").read_text()
+
+
+def test_a_flat_model_option_names_the_model_without_it_and_where_to_put_it(tmp_path, capsys):
+    with pytest.raises(ColdbrewError, match="applies to every model, and clcrec has no such"):
+        leaderboard(({"neighbors": 20},), ["clcrec", "knn"], [1], tmp_path / "b", log=quiet)
+    assert not (tmp_path / "b").exists()
+    argv = ["leaderboard", "--models", "clcrec,knn", "--out", str(tmp_path / "c"), "--dim", "8"]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "--dim is an option of clcrec" in capsys.readouterr().err

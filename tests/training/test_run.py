@@ -350,3 +350,37 @@ def test_a_batch_larger_than_the_training_data_is_said(dataset, tmp_path):
     samples = int(dataset.train.nnz)
     with pytest.warns(UserWarning, match=f"more than the {samples:,} training samples"):
         train(make_config(FAST, {"batch_size": samples + 1}), tmp_path / "run", dataset=dataset)
+
+
+def test_resumed_runs_count_the_time_of_every_session(dataset, tmp_path, monkeypatch):
+    import time
+
+    from coldbrew.training.trainer import Trainer
+
+    real_epoch = Trainer.train_epoch
+
+    def slow_epoch(self):
+        time.sleep(0.3)  # the first session's epochs are long, the resumed ones short
+        return real_epoch(self)
+
+    monkeypatch.setattr(Trainer, "train_epoch", slow_epoch)
+    train(make_config(FAST, {"epochs": 2}), tmp_path / "run", dataset=dataset)
+    monkeypatch.setattr(Trainer, "train_epoch", real_epoch)
+    results = train(resume_config(tmp_path / "run", {"epochs": 3}), tmp_path / "run", resume=True)
+    timing = results["timing"]
+    assert timing["train_seconds"] >= 0.6
+    assert timing["wall_seconds"] >= timing["train_seconds"] + timing["eval_seconds"]
+    # resuming the finished run trains nothing and keeps its time
+    again = train(resume_config(tmp_path / "run"), tmp_path / "run", resume=True)["timing"]
+    assert again["wall_seconds"] >= timing["train_seconds"] + timing["eval_seconds"]
+    assert again["train_seconds"] == timing["train_seconds"]
+
+
+def test_the_run_records_a_text_encoder_folder_as_an_absolute_path(tmp_path, monkeypatch):
+    from coldbrew.training.run_dir import absolute_data
+
+    (tmp_path / "encoder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    config = absolute_data(make_config({**FAST, "text_encoder": "encoder"}))
+    assert config.text_encoder == str(tmp_path / "encoder")
+    assert absolute_data(make_config(FAST)).text_encoder == "minilm"

@@ -117,12 +117,19 @@ def main(argv: list[str] | None = None) -> int:
     from coldbrew.cli.options import focus_help_on
 
     focus_help_on(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        refuse_unknown(parser, args, unknown)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
-        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
-            return handler(args.command)(args)
+        refuse_empty_paths(args)
+        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))), interrupts() as seen:
+            code = handler(args.command)(args)
+        if seen:  # a library swallowed the KeyboardInterrupt (in a finaliser, say): still 130
+            raise KeyboardInterrupt
+        return code
     except ColdbrewError as error:
         if debug:
             raise
@@ -138,11 +145,79 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def refuse_unknown(parser: argparse.ArgumentParser, args, unknown: list[str]) -> None:
+    """Unknown words: the subcommand's usage (not the top level's) and the closest valid option
+    name; exits 2 as argparse does."""
+    import difflib
+
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    nested = getattr(args, "data_command", None)  # coldbrew data info|convert
+    sub = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+    if nested and sub:
+        command = sub[0].choices[nested]
+    valid = [name for name in command._option_string_actions if name.startswith("--")]
+    word = unknown[0]
+    close = difflib.get_close_matches(word.partition("=")[0], valid, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else f" (see {command.prog} --help)"
+    if args.command == "leaderboard" and word.startswith("--"):
+        from coldbrew.research.leaderboard import model_option_owners
+
+        owners = model_option_owners(word.partition("=")[0][2:])
+        if owners:  # a model's option: the leaderboard trains several models
+            hint = (
+                f": {word.partition('=')[0]} is an option of {', '.join(owners)}; a leaderboard "
+                f"trains several models, so give it under its model in --config, e.g. "
+                f"{{{owners[0]}: {{{word.partition('=')[0][2:].replace('-', '_')}: ...}}}}"
+            )
+    command.error(
+        f"unrecognized argument{'s' if len(unknown) > 1 else ''} {' '.join(unknown)}{hint}"
+    )
+
+
+def refuse_empty_paths(args: argparse.Namespace) -> None:
+    """``--out ""`` (an unset shell variable, say) would mean the current folder or a default
+    one: every command refuses it."""
+    for name in ("out", "resume", "run", "runs"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            raise ColdbrewError(f"--{name} is empty: give a folder, e.g. --{name} runs/x")
+
+
 def describe_os_error(error: OSError) -> str:
     """``No space left on device: runs/x/best.pt (...)`` from an ``OSError``: one line."""
     reason = error.strerror or str(error) or type(error).__name__
     where = f" {error.filename}" if error.filename else ""
     return f"{reason}{':' if where else ''}{where} (set {DEBUG_VARIABLE}=1 for the traceback)"
+
+
+class interrupts:
+    """Ctrl-C raises KeyboardInterrupt as usual and is also remembered, so a command whose
+    interrupt was swallowed on the way (Python ignores one raised in a finaliser or a
+    ``__del__``) still exits 130 instead of 0. Its state is what the interrupted command
+    left: every command writes atomically and resumes from what is finished."""
+
+    def __enter__(self) -> list[int]:
+        import signal
+        import threading
+
+        self.seen: list[int] = []
+        self.previous = None
+        installed = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if installed and threading.current_thread() is threading.main_thread():
+
+            def on_interrupt(number, frame):
+                self.seen.append(number)
+                raise KeyboardInterrupt
+
+            self.previous = signal.signal(signal.SIGINT, on_interrupt)
+        return self.seen
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 class one_line_warnings:

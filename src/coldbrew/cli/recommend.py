@@ -11,13 +11,19 @@ EXAMPLES = """Examples:
   coldbrew recommend --run runs/ml1m --user 42 --k 10
   coldbrew recommend --run runs/lm --item-text "Heat (1995). Genres: Action, Crime, Thriller."
   coldbrew recommend --run runs/clcrec --item-vector new_item.npy --k 50 --json
+  coldbrew recommend --run runs/genre-only --item-genres Action,Sci-Fi
   coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-vector genres.npy
 
 --user gives a user's top items (training items left out, cold items included). A new item
 gives the users most likely to want it: clcrec reads --item-vector (a .npy vector of the
 data's feature blocks, concatenated in order); lm reads --item-text, and --item-vector too
 when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
-ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning)."""
+ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning).
+
+The vector's columns: `coldbrew data info DATA --features ...` lists them ("new item
+vector"), as do the run's config.yaml and results.json. MovieLens genre columns are sorted by
+name (Action, Adventure, ..., Western, then unknown), not in u.item's flag order. Where every
+column has a name (genre only), --item-genres names the ones that are 1 instead."""
 
 
 def add_parser(commands) -> None:
@@ -39,9 +45,19 @@ def add_parser(commands) -> None:
         metavar="FILE.npy",
         help="a new item's feature vector (a .npy file)",
     )
+    recommend.add_argument(
+        "--item-genres",
+        metavar="NAMES",
+        help="a new item's vector by its genre names, e.g. Action,Sci-Fi (the rest 0)",
+    )
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
     recommend.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    recommend.add_argument(
+        "--text-encoder",
+        metavar="PATH",
+        help="the run's text encoder folder where it lies now, when it has moved",
+    )
     recommend.add_argument("--json", action="store_true", help="print JSON rows")
 
 
@@ -57,12 +73,22 @@ def run(args: argparse.Namespace) -> int:
         try:
             features = np.load(args.item_features, allow_pickle=False)
         except (OSError, ValueError) as error:
+            reason = str(error)
+            if "pickled" in reason:  # what numpy says of any file that is not a .npy array
+                reason = "not a .npy array (write one with numpy.save)"
             raise ColdbrewError(
-                f"cannot read --item-vector {args.item_features}: {error}"
+                f"cannot read --item-vector {args.item_features}: {reason}"
             ) from None
-    loaded = load_run(args.run, data=args.data, device=args.device)
+    loaded = load_run(args.run, data=args.data, device=args.device, text_encoder=args.text_encoder)
+    columns = None
+    if args.item_genres is not None:
+        columns = [name for name in args.item_genres.split(",") if name.strip()]
     rows = loaded.recommend(
-        user=args.user, item_text=args.item_text, item_features=features, k=args.k
+        user=args.user,
+        item_text=args.item_text,
+        item_features=features,
+        k=args.k,
+        item_columns=columns,
     )
     if args.json:
         print(json.dumps(rows))

@@ -114,6 +114,12 @@ def add_parsers(commands) -> None:
         "place when a PATH encoder moved)",
     )
     evaluate.add_argument(
+        "--allow-other-encoder",
+        action="store_true",
+        help="score with a --text-encoder other than the run's model (into "
+        "evaluation-other-encoder.json, not evaluation.json)",
+    )
+    evaluate.add_argument(
         "--protocol",
         choices=["coldbrew", "original"],
         default=None,
@@ -153,7 +159,7 @@ def print_metrics_table(metrics: dict) -> None:
 
 
 def train_config(args: argparse.Namespace):
-    from coldbrew.config import Flags, load_yaml, make_config
+    from coldbrew.config import Flags, check_usable_options, load_yaml, make_config
     from coldbrew.training.run import resume_config
 
     if args.resume and args.out:
@@ -162,7 +168,9 @@ def train_config(args: argparse.Namespace):
     preset = load_yaml(args.config) if args.config else {}
     if args.resume:  # the run keeps its own settings; flags given now (e.g. --epochs) go on top
         return resume_config(args.resume, preset, Flags(flags))
-    return make_config(preset, Flags(flags))
+    config = make_config(preset, Flags(flags))
+    check_usable_options(config, flags)
+    return config
 
 
 def launch_with_torchrun(args: argparse.Namespace) -> int:
@@ -255,6 +263,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         cold_candidates=args.cold_candidates,
         text_encoder=args.text_encoder,
+        allow_other_encoder=args.allow_other_encoder,
     )
     if args.json:
         print(json.dumps(output))
@@ -300,8 +309,12 @@ def run_data(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
+        from coldbrew.data.dataset import describe_layout
+
+        summary.pop("feature_columns", None)  # said below, in the new item vector's order
         for key, value in summary.items():
             print(f"{key:20s} {value}")
+        print(f"{'new item vector':20s} {describe_layout(dataset.feature_layout())}")
         for note in dataset.notes:
             print(f"note: {note}")
     return 0

@@ -29,6 +29,7 @@ from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
     display_title,
+    genre_columns,
     genre_multi_hot,
     item_texts,
     normalise_title,
@@ -90,6 +91,7 @@ def load(
         known=_union(list(matrices.values())),
         notes=notes,
         item_text=texts,
+        feature_columns={"genre": genre_columns(genres)},
     )
 
 

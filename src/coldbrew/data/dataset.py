@@ -75,10 +75,31 @@ class Dataset:
     item_text: list[str] | None = None  # one text per item, when the source has titles
     user_text: list[str] | None = None  # one text per user, when the source describes users
     selection: dict | None = None  # how val was cut into select/report (coldbrew.data.selection)
+    # the names of a dense block's columns, in column order, where the source names them
+    # (genre flags); loaders may name blocks not loaded: only the loaded ones are kept
+    feature_columns: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
+        self.feature_columns = {
+            name: list(columns)
+            for name, columns in self.feature_columns.items()
+            if name in self.features
+        }
         self.validate()
+
+    def feature_layout(self, skip: tuple[str, ...] = ()) -> list[dict]:
+        """A new item's raw vector, block by block in the order models join them (the dense
+        blocks, ``skip`` left out): ``[{"block", "width", "columns"?}]``, ``columns`` naming
+        each column where the source names them."""
+        layout = []
+        for name, feature in self.features.items():
+            if isinstance(feature, torch.Tensor) and name not in skip:
+                entry = {"block": name, "width": int(feature.shape[1])}
+                if name in self.feature_columns:
+                    entry["columns"] = list(self.feature_columns[name])
+                layout.append(entry)
+        return layout
 
     # ------------------------------------------------------------------ derived views
     @property
@@ -124,6 +145,8 @@ class Dataset:
                 for name, f in self.features.items()
             },
         }
+        if self.feature_columns:
+            out["feature_columns"] = {k: list(v) for k, v in self.feature_columns.items()}
         for split in EVALUATION_SPLITS:
             for group, matrix in self.groups(split).items():
                 out[f"{split}_{group}"] = {
@@ -171,12 +194,27 @@ class Dataset:
                     raise DataError(f"{self.name}: split {split}/{group} is empty")
         for name, feature in self.features.items():
             _check_feature(name, feature, self.num_items, self.name)
+        for name, columns in self.feature_columns.items():
+            feature = self.features[name]
+            if not isinstance(feature, torch.Tensor) or feature.shape[1] != len(columns):
+                raise DataError(f"{self.name}: feature {name!r} has other columns than its names")
         for what, texts, count in (
             ("item_text", self.item_text, self.num_items),
             ("user_text", self.user_text, self.num_users),
         ):
             if texts is not None and len(texts) != count:
                 raise DataError(f"{self.name}: {what} has {len(texts)} entries, expected {count}")
+
+
+def describe_layout(layout: list[dict]) -> str:
+    """``genre: 19 columns (Action, Adventure, ..., unknown), then text: 384 columns``."""
+    if not layout:
+        return "no dense feature blocks"
+    parts = []
+    for entry in layout:
+        named = f" ({', '.join(entry['columns'])})" if entry.get("columns") else ""
+        parts.append(f"{entry['block']}: {entry['width']} columns{named}")
+    return ", then ".join(parts)
 
 
 def _check_matrix(matrix: sp.csr_matrix, shape: tuple[int, int], what: str) -> None:

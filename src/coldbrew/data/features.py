@@ -45,16 +45,28 @@ def genre_multi_hot(
     >>> vocabulary, matrix.tolist()
     (['Comedy', 'Drama'], [[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
     """
-    seen = {genre for genres in genre_lists for genre in genres}
-    if vocabulary is not None and not seen <= set(vocabulary):
-        raise DataError(f"genre(s) {sorted(seen - set(vocabulary))} not in the vocabulary")
-    vocabulary = sorted(seen if vocabulary is None else set(vocabulary))
+    vocabulary = genre_columns(genre_lists, vocabulary)
     column_of = {genre: column for column, genre in enumerate(vocabulary)}
     matrix = torch.zeros(len(genre_lists), len(vocabulary), dtype=torch.float32)
     for row, genres in enumerate(genre_lists):
         for genre in genres:
             matrix[row, column_of[genre]] = 1.0
     return matrix, vocabulary
+
+
+def genre_columns(
+    genre_lists: Sequence[Sequence[str]], vocabulary: Sequence[str] | None = None
+) -> list[str]:
+    """The genre block's column names: the vocabulary (every genre seen unless given), sorted
+    by name, so MovieLens's lower-case ``unknown`` comes last, not in ``u.item``'s flag order.
+
+    >>> genre_columns([["Sci-Fi"], ["Action", "unknown"]])
+    ['Action', 'Sci-Fi', 'unknown']
+    """
+    seen = {genre for genres in genre_lists for genre in genres}
+    if vocabulary is not None and not seen <= set(vocabulary):
+        raise DataError(f"genre(s) {sorted(seen - set(vocabulary))} not in the vocabulary")
+    return sorted(seen if vocabulary is None else set(vocabulary))
 
 
 def item_texts(

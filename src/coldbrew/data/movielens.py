@@ -17,8 +17,9 @@ Split protocol, all draws from ``rng = np.random.default_rng(seed)`` in this ord
 3. ``val/all`` and ``test/all`` are the union of that split's warm and cold groups.
 
 ``cold_items`` is exactly the chosen cold items, even one without any rating; a warm item whose
-few ratings all landed in val/test stays warm. Features: ``genre`` (the 19 flags of ``u.item``)
-and ``text`` (title and genres through the sentence encoder). With ``u.user``, ``user_text``
+few ratings all landed in val/test stays warm. Features: ``genre`` (the 19 flags of ``u.item``,
+as columns sorted by name: Action ... Western, then ``unknown``; ``Dataset.feature_columns``
+names them) and ``text`` (title and genres through the sentence encoder). With ``u.user``, ``user_text``
 holds one sentence per user from its age, gender, occupation and zip code.
 """
 
@@ -35,6 +36,7 @@ from coldbrew.data.features import (
     TEXT_OPTIONS,
     check_options,
     display_title,
+    genre_columns,
     genre_multi_hot,
     item_texts,
     select_features,
@@ -104,6 +106,7 @@ def load(
         notes=notes,
         item_text=texts,
         user_text=user_text,
+        feature_columns={"genre": genre_columns(genres, genre_names)},
     )
 
 

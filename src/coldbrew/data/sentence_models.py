@@ -94,7 +94,7 @@ def read_sentence_folder(folder: Path, label: str | None = None) -> SentenceMode
     unknown = sorted(set(kinds) - {"Transformer", "Pooling", "Normalize"})
     if unknown or "Transformer" not in kinds or "Pooling" not in kinds:
         raise DataError(
-            f"text encoder {label!r}: modules {sorted(kinds)} are not supported; a folder needs "
+            f"text encoder {label!r}: {describe_modules(kinds, unknown)}; a folder needs "
             "a Transformer and a Pooling module (and optionally Normalize), nothing else"
         )
     transformer = folder / str(kinds["Transformer"].get("path") or "")
@@ -105,6 +105,13 @@ def read_sentence_folder(folder: Path, label: str | None = None) -> SentenceMode
     if settings.is_file():
         max_length = int(_read_json(settings, label).get("max_seq_length") or DEFAULT_MAX_LENGTH)
     return SentenceModel(str(transformer.resolve()), pooling, "Normalize" in kinds, max_length)
+
+
+def describe_modules(kinds: dict, unknown: list[str]) -> str:
+    if unknown:
+        return f"module{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} not supported"
+    lacking = [kind for kind in ("Transformer", "Pooling") if kind not in kinds]
+    return f"no {' and no '.join(lacking)} module"
 
 
 def _check_transformer_files(transformer: Path, label: str) -> None:

@@ -75,7 +75,10 @@ def _to_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], dict]:
             features.append({"name": name, "kind": "words", "num_words": feature.num_words})
         else:
             arrays[f"feature{index}"] = feature.detach().cpu().numpy()
-            features.append({"name": name, "kind": "dense"})
+            entry = {"name": name, "kind": "dense"}
+            if name in dataset.feature_columns:
+                entry["columns"] = list(dataset.feature_columns[name])
+            features.append(entry)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -131,6 +134,7 @@ def load(path: Path, wanted: Sequence[str] | None) -> Dataset:
         notes=list(manifest["notes"]),
         item_text=manifest["item_text"],
         user_text=manifest.get("user_text"),  # absent from manifests written before it existed
+        feature_columns={e["name"]: e["columns"] for e in manifest["features"] if "columns" in e},
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from coldbrew.errors import DataError
+from coldbrew.system.terminal import bars_shown
 
 DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
 # Names that mean the packaged weights (identity kept from before other backbones existed).
@@ -191,7 +192,7 @@ def load_backbone(
     transformers = _import_transformers()
     bars = transformers.utils.logging
     was_enabled = bars.is_progress_bar_enabled()
-    if not progress:
+    if not bars_shown(progress):
         bars.disable_progress_bar()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(location, local_files_only=local)

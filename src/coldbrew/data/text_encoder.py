@@ -98,6 +98,15 @@ def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -
     return f"{backbone_identity(backbone)}|{pooling}-pool|{scale}|max-length-{max_length}"
 
 
+def encoder_identity(choice: str) -> str:
+    """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet or a folder): the same
+    for one model wherever its folder lies, another for another model (even of the same width)."""
+    from coldbrew.data.sentence_models import sentence_model
+
+    model = sentence_model(choice, progress=False)
+    return encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
+
+
 def _encode(
     texts: list[str],
     loaded: LoadedBackbone,

@@ -22,6 +22,8 @@ import scipy.sparse as sp
 import torch
 from tqdm.auto import tqdm
 
+from coldbrew.system.terminal import bars_shown
+
 KEEP_NEIGHBORS = 50
 USE_NEIGHBORS = 10
 KEEP_COMMON = 20
@@ -125,7 +127,7 @@ def top_neighbors(
         unit="user",
         unit_scale=True,
         desc="neighbors",
-        disable=not progress,
+        disable=not bars_shown(progress),
         leave=False,
     )
     for start in range(0, num_users, chunk):
@@ -176,7 +178,7 @@ def common_items(
         unit="user",
         unit_scale=True,
         desc="common items",
-        disable=not progress,
+        disable=not bars_shown(progress),
         leave=False,
     )
     for start in range(0, num_users, chunk):

@@ -73,6 +73,25 @@ def blend_config(runs: Sequence[Path], weights: Sequence[float], overrides: dict
     return make_config(run_options, {"model": "blend", "blend": options}, overrides)
 
 
+def check_run_folders(runs: Sequence[Path]) -> None:
+    """Each run a single-seed run directory, none twice."""
+    from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
+    from coldbrew.training.run import CONFIG
+
+    for run in runs:
+        if is_multi_seed_run(run):
+            example = seed_dir(run, saved_seeds(run)[0])
+            raise ColdbrewError(
+                f"--runs: {run} is a multi-seed run: blend one seed's runs, e.g. {example}"
+            )
+        if not (run / CONFIG).is_file():
+            raise ColdbrewError(f"--runs: {run} is not a run directory (no {CONFIG})")
+    resolved = [run.resolve() for run in runs]
+    twice = sorted({str(run) for run in runs if resolved.count(run.resolve()) > 1})
+    if twice:
+        raise ColdbrewError(f"--runs names {', '.join(twice)} twice: a run blended with itself")
+
+
 def blend(
     runs: Sequence[Path | str],
     out: Path | str,
@@ -80,22 +99,29 @@ def blend(
     weights: Sequence[float] | None = None,
     overrides: dict | None = None,
     log: Callable[[str], None] = print,
+    resume: bool = False,
 ) -> dict:
-    """Choose the weights (unless given), train the blend run in ``out``; its results."""
+    """Choose the weights (unless given), train the blend run in ``out``; its results.
+
+    ``out`` must be new, checked before the weight search; with ``resume``, an unfinished blend
+    in ``out`` (interrupted before its results were written) is finished instead."""
     from coldbrew.training.blend import check_runs, run_vectors
-    from coldbrew.training.run import load_run_dataset, train
-    from coldbrew.training.run_dir import check_out_dir
+    from coldbrew.training.run import CONFIG, load_run_dataset, train
+    from coldbrew.training.run_dir import check_new_run_dir
 
     runs, out = [Path(run) for run in runs], Path(out)
-    for run in runs:
-        if not run.is_dir():
-            raise ColdbrewError(f"--runs: {run} is not a run directory")
+    check_run_folders(runs)
     check_runs([str(run) for run in runs], list(weights) if weights else [1.0] * len(runs))
-    check_out_dir(out)
+    resume = resume and (out / CONFIG).exists()
+    if not resume:
+        check_new_run_dir(out)
     config = blend_config(runs, weights or [1.0] * len(runs), overrides or {})
+    from coldbrew.system.runtime import resolve_device
+
+    resolve_device(config.device)  # an unavailable device is refused before the weight search
     dataset = load_run_dataset(config)
     if weights is None:
-        components = [run_vectors(run, dataset) for run in runs]
+        components = [run_vectors(run, dataset, config.seed) for run in runs]
         chosen, _ = choose_weights(dataset, components, config.cold_candidates, log=log)
         config = blend_config(runs, chosen, overrides or {})
-    return train(config, out, dataset=dataset)
+    return train(config, out, dataset=dataset, resume=resume)

@@ -32,7 +32,16 @@ IGNORED_SETTINGS = {"seed", "data", "model", "quiet", "log_every", "notes", "dev
 def load_results(run_dir: Path | str) -> dict[str, Any]:
     path = Path(run_dir) / "results.json"
     if not path.exists():
-        raise ColdbrewError(f"{run_dir} has no results.json (not a finished coldbrew run)")
+        seeds = sorted(Path(run_dir).glob("seed-*/results.json"))
+        if seeds:  # the leaderboard's blends: one run per seed, no aggregate
+            raise ColdbrewError(
+                f"{run_dir} holds one run per seed, no aggregate: compare those runs "
+                f"(e.g. {seeds[0].parent}) or read the leaderboard's table"
+            )
+        raise ColdbrewError(
+            f"{run_dir} has no results.json (not a finished coldbrew run: interrupted? finish "
+            f"it with coldbrew train --resume {run_dir})"
+        )
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:

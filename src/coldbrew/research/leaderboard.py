@@ -51,6 +51,11 @@ def parse_models(text: str) -> list[str]:
         )
     if len(set(names)) != len(names):
         raise ColdbrewError(f"--models names a model twice: {text!r}")
+    if "blend" in names:
+        raise ColdbrewError(
+            "--models blend: a blend is made of the other models' runs, not trained; give "
+            "--blend A+B (e.g. --models clcrec,knn --blend clcrec+knn)"
+        )
     wrong = [name for name in names if MODELS[name].task != "recommendation"]
     if wrong:
         raise ColdbrewError(f"the leaderboard ranks recommenders; {', '.join(wrong)} is not one")
@@ -77,21 +82,74 @@ def board_preset(preset: dict) -> dict[str, str]:
     }
 
 
+def model_option_owners(key: str) -> list[str]:
+    """The models whose own options include ``key`` (none for a run option)."""
+    from coldbrew.config import FIELDS, canonical_key
+    from coldbrew.options import hints
+    from coldbrew.registry import MODELS
+
+    name = canonical_key(key)
+    if name in FIELDS or name in MODELS:
+        return []
+    return [model for model, spec in MODELS.items() if name in hints(spec.config)]
+
+
+def check_layers(base_layers: Sequence[dict], models: Sequence[str]) -> None:
+    """Every model's configuration can be made from ``base_layers``; a model's option written
+    flat applies to every model, so one that some model lacks is refused with where to put it."""
+    for layer in base_layers:
+        for key, value in layer.items():
+            owners = model_option_owners(key)
+            lacking = [model for model in models if owners and model not in owners]
+            if lacking:
+                raise ColdbrewError(
+                    f"option {key!r} (an option of {', '.join(owners)}) is written flat, so it "
+                    f"applies to every model, and {', '.join(lacking)} has no such option: "
+                    f"write it under its model in --config, e.g. {{{owners[0]}: {{{key}: {value}}}}}"
+                )
+    for model in models:
+        make_config(*base_layers, {"model": model})
+
+
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
     """A model's run from an earlier leaderboard call must have been trained as asked now."""
-    from coldbrew.config import load_saved_config
+    from coldbrew.config import load_saved_config, unusable_options
     from coldbrew.research.search import STUDY_BUDGET
     from coldbrew.training.run import CONFIG, RESUMABLE_OVERRIDES, flat_settings
 
     saved = flat_settings(make_config(load_saved_config(run_dir / CONFIG)))
     wanted = flat_settings(config)
     free = (RESUMABLE_OVERRIDES - set(STUDY_BUDGET)) | {"seed"}
+    free |= set(unusable_options(config, wanted))  # options the model has no use for
     changed = sorted(key for key in wanted if key not in free and saved.get(key) != wanted[key])
     if changed:
         raise ColdbrewError(
-            f"{run_dir} was trained with other settings ({', '.join(changed)}); give the same "
-            "options, or another --out"
+            f"{run_dir} was trained with other settings ({', '.join(changed)}): one --out holds "
+            "one setting, so its table compares like with like; give the same options, or "
+            "another --out"
         )
+
+
+def with_earlier(
+    out: Path, models: Sequence[str], blends: Sequence[Sequence[str]], base_layers: Sequence[dict]
+) -> tuple[list[str], list[list[str]]]:
+    """The models and blends asked for, then those an earlier call trained in ``out``: one
+    ``--out`` holds one setting, and its table covers every model trained there. A model trained
+    there with other settings is refused before anything runs."""
+    from coldbrew.registry import MODELS
+    from coldbrew.research.seeds import is_multi_seed_run
+
+    names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+    earlier = [name for name in names if name in MODELS and is_multi_seed_run(out / name)]
+    for model in earlier:
+        check_same_settings(out / model, make_config(*base_layers, {"model": model}))
+    models = [*models, *(model for model in earlier if model not in models)]
+    blends = [list(names_) for names_ in blends]
+    for name in names:
+        parts = name.removeprefix("blend-").split("+")
+        if name.startswith("blend-") and parts not in blends and set(parts) <= set(models):
+            blends.append(parts)
+    return models, blends
 
 
 def train_models(
@@ -130,7 +188,13 @@ def parse_blends(text: str | None, models: Sequence[str]) -> list[list[str]]:
             continue
         names = [resolve_model_name(name.strip()) for name in part.split("+")]
         missing = [name for name in names if name not in models]
-        if len(names) < 2 or missing or len(set(names)) != len(names):
+        if missing and len(names) >= 2:
+            raise ColdbrewError(
+                f"--blend {part.strip()!r}: {', '.join(missing)} not in --models "
+                f"({','.join(models)}); a blend joins models the leaderboard trains: add "
+                f"{'it' if len(missing) == 1 else 'them'} to --models"
+            )
+        if len(names) < 2 or len(set(names)) != len(names):
             raise ColdbrewError(
                 f"--blend {part.strip()!r}: give two or more of --models joined by +, "
                 f"e.g. {'+'.join(models[:2])}"
@@ -157,7 +221,8 @@ def blend_models(
                 continue
             runs = [out / model / f"seed-{seed}" for model in names]
             log(f"{name}: seed {seed}")
-            per_seed[seed] = blend(runs, seed_out, overrides={"quiet": True}, log=log)
+            options = {"overrides": {"quiet": True}, "log": log, "resume": True}
+            per_seed[seed] = blend(runs, seed_out, **options)  # an interrupted one is finished
         results[name] = {"seeds": list(seeds), "per_seed": per_seed, "parts": list(names)}
     return results
 
@@ -248,7 +313,8 @@ def leaderboard(
 
     out = Path(out)
     check_out_dir(out)
-    make_config(*base_layers)  # every option is checked before anything is trained
+    check_layers(base_layers, models)  # every option is checked before anything is trained
+    models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
         trained = train_models(base_layers, models, seeds, out, log=log)

@@ -17,19 +17,27 @@ from coldbrew.models.base import Recommender, Teacher
 MAX_RUNS = 6
 
 
-def run_vectors(run_dir: Path | str, dataset) -> tuple[torch.Tensor, torch.Tensor]:
+def run_vectors(
+    run_dir: Path | str, dataset, seed: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A run's ``(user vectors, item vectors)`` from its best checkpoint, on the CPU; the run must
-    score by their inner product and rank ``dataset``'s users and items."""
+    score by their inner product and rank ``dataset``'s users and items (drawn with ``seed``)."""
     from coldbrew.training.run_evaluation import load_best_model
 
-    _, data, model, _ = load_best_model(run_dir, device="cpu")
+    config, data, model, _ = load_best_model(run_dir, device="cpu")
     if not isinstance(model, Recommender) or type(model).score_users is not Recommender.score_users:
         raise ColdbrewError(f"{run_dir}: a blend needs recommenders that score by inner product")
     if (data.num_users, data.num_items) != (dataset.num_users, dataset.num_items) or not (
         np.array_equal(data.cold_items, dataset.cold_items)
     ):
+        why = ""
+        if seed is not None and config.seed != seed:
+            why = (
+                f": it was trained with seed {config.seed}, the blend's first run with seed "
+                f"{seed}, and the seed draws the cold items; blend runs of one seed"
+            )
         raise ColdbrewError(
-            f"{run_dir} was trained on other data than the blend's ({dataset.name})"
+            f"{run_dir} was trained on other data than the blend's ({dataset.name}){why}"
         )
     with torch.no_grad():
         return model.user_embeddings().float().cpu(), model.item_embeddings().float().cpu()
@@ -37,7 +45,16 @@ def run_vectors(run_dir: Path | str, dataset) -> tuple[torch.Tensor, torch.Tenso
 
 def check_runs(runs: list[str], weights: list[float]) -> None:
     if not 2 <= len(runs) <= MAX_RUNS:
-        raise ColdbrewError(f"a blend takes 2 to {MAX_RUNS} runs, not {len(runs)}")
+        raise ColdbrewError(
+            f"a blend takes 2 to {MAX_RUNS} runs (--runs A,B), not {len(runs)}; coldbrew blend "
+            "--runs A,B --out DIR also chooses their weights"
+        )
+    if not weights:
+        raise ColdbrewError(
+            f"a blend of {len(runs)} runs needs their --weights (e.g. "
+            f"{','.join(['0.5'] * len(runs))}); to choose them on val, run coldbrew blend "
+            "--runs ... --out ... instead of train --model blend"
+        )
     if len(weights) != len(runs):
         raise ColdbrewError(f"a blend of {len(runs)} runs needs {len(runs)} weights, not {weights}")
     if not any(weights):
@@ -49,5 +66,5 @@ def blend_vectors(dataset, options, seed: int, *, progress: bool = False) -> Tea
     from coldbrew.models.blend import blended
 
     check_runs(options.runs, options.weights)
-    components = [run_vectors(run, dataset) for run in options.runs]
+    components = [run_vectors(run, dataset, seed) for run in options.runs]
     return blended(components, options.weights)

@@ -190,9 +190,25 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
                 print(line, flush=True)
 
         trainer.run_dir, trainer.log = run_dir, log
-        write_text(config_yaml(config), run_dir / CONFIG)  # on resume: new epochs, device ...
+        text = config_yaml(config) + layout_comment(dataset)
+        write_text(text, run_dir / CONFIG)  # on resume: new epochs, device ...
         trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
+
+
+def layout_comment(dataset: Dataset) -> str:
+    """YAML comment lines saying the columns of a new item's vector (``recommend
+    --item-vector``), so a vector is built in the data's order, not a guessed one."""
+    from coldbrew.data.dataset import describe_layout
+
+    if not hasattr(dataset, "feature_layout"):  # a forecasting series has no items
+        return ""
+    layout = dataset.feature_layout()
+    text = describe_layout(layout)
+    note = ""
+    if any(entry["block"] == "text" for entry in layout):
+        note = " (the lm reads its text from --item-text: its vector leaves the text block out)"
+    return f"# a new item's vector (recommend --item-vector): {text}{note}\n"
 
 
 def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
@@ -209,7 +225,6 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         f"training {config.model} on {dataset.name}: {dataset.describe()}, "
         f"device {trainer.runtime.device} ({trainer.runtime.precision})"
     )
-    started = time.perf_counter()
     stopped, failure = "max_epochs", None
     try:
         trainer.fit()
@@ -219,10 +234,13 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         stopped, failure = error.stopped, error
         if log_file is not None:
             log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
+    started = time.perf_counter()
     metrics = final_metrics(trainer, run_dir)
     results = None
     if trainer.distributed.is_main:
-        wall = time.perf_counter() - started
+        # the epochs of every session (checkpointed) and this session's final evaluation, so a
+        # resumed run counts its whole training and resuming a finished one keeps its time
+        wall = trainer.state.wall_seconds + time.perf_counter() - started
         results = finish_run(trainer, dataset, run_dir, stopped, wall, metrics)
     results = trainer.distributed.broadcast(results)
     if failure is not None:
@@ -336,6 +354,11 @@ def finish_run(
         "processes": trainer.distributed.world_size,  # DDP processes that trained the run
         "history": state.history,
     }
+    if "text" in getattr(dataset, "features", {}) and getattr(dataset, "item_text", None):
+        from coldbrew.data.text_encoder import encoder_identity
+
+        # what evaluate --text-encoder compares against, even after the folder has moved
+        results["text_encoder_identity"] = encoder_identity(config.text_encoder)
     for hook in trainer.hooks:
         hook.finish(results, run_dir)
     write_json(results, run_dir / RESULTS)

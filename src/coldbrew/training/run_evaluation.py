@@ -58,6 +58,14 @@ def load_best_model(
     checkpoint_path = run_dir / BEST
     if not checkpoint_path.exists():
         raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
+    if not (run_dir / "results.json").exists():
+        import warnings
+
+        warnings.warn(
+            f"{run_dir} is unfinished (interrupted: no results.json): this is its best epoch so "
+            f"far; finish it with coldbrew train --resume {run_dir}",
+            stacklevel=2,
+        )
     from coldbrew.tasks import select_and_report
 
     dataset = select_and_report(load_run_dataset(config), config)  # as the run cut it
@@ -65,6 +73,53 @@ def load_best_model(
     model = build_model(config.model, dataset, config)
     load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
     return config, dataset, model.to(target).eval(), target
+
+
+OTHER_ENCODER_OUTPUT = "evaluation-other-encoder.json"
+
+
+def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: bool | None) -> bool:
+    """Whether ``text_encoder`` is another model than the run's (refused unless
+    ``allow_other``; None: refused without offering ``--allow-other-encoder``, as
+    ``recommend`` has none); the same model moved elsewhere is not. A run that reads no text is
+    refused: the option would change nothing."""
+    import json
+
+    from coldbrew.data.text_encoder import encoder_identity
+    from coldbrew.errors import DataError
+
+    if not (run_dir / CONFIG).exists():
+        return False  # load_best_model says what is wrong
+    saved = load_saved_config(run_dir / CONFIG)
+    features = saved.get("features")
+    if features is not None and "text" not in features:
+        raise ColdbrewError(
+            f"{run_dir} reads no text features (features: {', '.join(features)}): "
+            "--text-encoder would change nothing; leave it out"
+        )
+    recorded = None
+    if (run_dir / "results.json").exists():
+        recorded = json.loads((run_dir / "results.json").read_text()).get("text_encoder_identity")
+    if recorded is None:
+        try:
+            recorded = encoder_identity(str(saved.get("text_encoder", "minilm")))
+        except DataError:
+            return False  # moved and unrecorded (a run from before): taken as the same model
+    if encoder_identity(text_encoder) == recorded:
+        return False
+    if not allow_other:
+        raise ColdbrewError(
+            f"--text-encoder {text_encoder} is another model than the one {run_dir} was trained "
+            f"with ({saved.get('text_encoder')}): its vectors mean other things to the "
+            "checkpoint. Give the run's own encoder (its new folder if it moved)"
+            + (
+                f", or add --allow-other-encoder to score it anyway (written to "
+                f"{OTHER_ENCODER_OUTPUT})"
+                if allow_other is False
+                else ""
+            )
+        )
+    return True
 
 
 def evaluate_run(
@@ -78,6 +133,7 @@ def evaluate_run(
     cold_candidates: str | None = None,
     text_encoder: str | None = None,
     output: str = "evaluation.json",
+    allow_other_encoder: bool = False,
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write RUN_DIR/``output``.
 
@@ -86,9 +142,14 @@ def evaluate_run(
     (default: the run's own); ``cold_candidates`` ranks a split's users over ``"all"`` cold
     items or the ``"split"``'s own (default: the run's own); ``text_encoder`` replaces the run's
     text encoder (the same model moved elsewhere: another model's vectors do not fit the
-    checkpoint).
+    checkpoint). Another model of the same width is refused unless ``allow_other_encoder``,
+    and then written to ``evaluation-other-encoder.json``, not over the run's evaluation.
     """
     from coldbrew.tasks import build_task
+
+    if text_encoder is not None:
+        other = check_text_encoder_override(Path(run_dir), text_encoder, allow_other_encoder)
+        output = OTHER_ENCODER_OUTPUT if other else output
 
     if protocol is not None:
         check_protocol(protocol)  # refused before anything is loaded

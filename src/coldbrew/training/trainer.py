@@ -74,6 +74,8 @@ class TrainState:
     samples_seen: int = 0
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
+    # wall time of the epochs trained so far, across resumes (checkpointed with the rest)
+    wall_seconds: float = 0.0
     history: list[dict] = field(default_factory=list)
     first_loss: float | None = None  # the run's first step's loss: divergence is measured from it
 
@@ -338,6 +340,7 @@ class Trainer:
         state, config, monitor = self.state, self.config, self.task.monitor
         epochs = config.epochs if self.trains else 1
         while state.epoch < epochs and not self.stopped_early():
+            started = time.perf_counter()
             losses, metrics = self._train_and_evaluate()
             score = monitor.value(metrics)
             best = monitor.worst if state.best_score is None else state.best_score
@@ -357,6 +360,7 @@ class Trainer:
                 }
             )
             self.log(self._epoch_line(losses, metrics, improved))
+            state.wall_seconds += time.perf_counter() - started
             if improved:
                 self.save(BEST)
             self.save(LAST)

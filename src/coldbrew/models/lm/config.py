@@ -29,6 +29,10 @@ DEFAULT_NUM_NEG = {"bpr": 1, "infonce": 128}  # the seed's triples; a softmax wa
 DEFAULT_TUNE_LORA = "8,16"  # tune mode trains adapters only
 
 
+# the zoo's collaborative backbones (TeacherOptions.backbone): never a text model's name
+ZOO_BACKBONES = ("als", "bpr")
+
+
 @dataclass(frozen=True)
 class LoraSpec:
     """``--lora R,ALPHA[,MODULE,...]``: rank, scale numerator and target modules (``()`` lets
@@ -169,6 +173,12 @@ class LMConfig:
             (
                 self.lm_mode in LM_MODES,
                 f"lm_mode must be one of {', '.join(LM_MODES)}, not {self.lm_mode!r}",
+            ),
+            (
+                self.backbone not in ZOO_BACKBONES,
+                f"--backbone {self.backbone} is a collaborative backbone of the cold-start zoo "
+                "(knn, gar ...); the lm's --backbone is a text model: all-MiniLM-L6-v2 (the "
+                "default), mpnet, a local folder or a hub name",
             ),
             (self.loss in LOSSES, f"loss must be bpr or infonce, not {self.loss!r}"),
             (self.score in SCORES, f"score must be dot or cosine, not {self.score!r}"),

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from coldbrew.data.text_encoder import read_cached, write_cached
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
+from coldbrew.system.terminal import bars_shown
 
 # of the RAM available when the states are built, what they may take
 STATES_SHARE_OF_AVAILABLE = 0.6
@@ -164,7 +165,7 @@ class TunedText(nn.Module):
             range(0, len(order), self.batch_size),
             desc=f"lower {self.backbone.split} layers, once per item",
             unit="batch",
-            disable=not progress,
+            disable=not bars_shown(progress),
             leave=False,
         ):
             rows = order[start : start + self.batch_size]
