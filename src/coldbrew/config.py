@@ -122,7 +122,21 @@ class TrainConfig:
         "(the split's own cold items; the other split's are no candidate for any group)",
         choices=("all", "split"),
     )
-    patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
+    patience: int = option(
+        7, "stop after this many evaluations without improvement (see --min-gain)", minimum=1
+    )
+    min_gain: float = option(
+        0.0,
+        "an evaluation resets the patience only if it beats the last reset's value by this "
+        "fraction (0.02: 2 %); smaller gains still make a new best epoch",
+        minimum=0,
+    )
+    time_budget: float | None = option(
+        None,
+        "stop after the epoch whose training + evaluation seconds reach this (data loading "
+        "not counted); the best epoch so far is kept",
+        above=0,
+    )
     eval_chunk_elements: int | None = option(
         None, "scores held at once during evaluation", minimum=1
     )
