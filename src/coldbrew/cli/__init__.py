@@ -27,6 +27,11 @@ import sys
 
 from coldbrew.errors import ColdbrewError
 
+# the commands that run torch: each takes coldbrew.system.threads' thread count first
+COMPUTE_COMMANDS = frozenset(
+    {"train", "evaluate", "data", "search", "leaderboard", "forecast", "recommend", "bench"}
+    | {"doctor", "profile", "tune", "memory"}
+)
 # COLDBREW_DEBUG=1: errors raise with their traceback instead of the one-line message
 DEBUG_VARIABLE = "COLDBREW_DEBUG"
 
@@ -82,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
-        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))):
+        with (
+            threads_for(args.command),
+            one_line_warnings(quiet=bool(getattr(args, "quiet", False))),
+        ):
             return handler(args.command)(args)
     except ColdbrewError as error:
         if debug:
@@ -97,6 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("coldbrew: interrupted", file=sys.stderr)
         return 130
+
+
+def threads_for(command: str):
+    """No more torch threads than free cores for a command that computes (COLDBREW_THREADS or
+    OMP_NUM_THREADS override; ``coldbrew.system.threads``)."""
+    if command not in COMPUTE_COMMANDS:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from coldbrew.system.threads import chosen_threads
+
+    return chosen_threads()
 
 
 def describe_os_error(error: OSError) -> str:
