@@ -91,3 +91,25 @@ def test_leaderboard_command_prints_the_table(tmp_path, capsys):
     assert main([*argv, *flags, "--no-plot", "--markdown"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("| model |") and "split val/cold recall@20" in printed
+
+
+def test_models_share_one_load_per_seed_and_encoder(monkeypatch):
+    """The data cache keys by what loading reads: two recommendation models and a seed share
+    one load; another seed or text encoder loads again."""
+    from coldbrew.config import make_config
+    from coldbrew.research import search
+
+    loads = []
+    monkeypatch.setattr(
+        "coldbrew.training.run.load_run_dataset", lambda config: loads.append(config) or object()
+    )
+    cache = search.DataCache()
+    first = cache(make_config({**TINY, "model": "clcrec", "seed": 1}))
+    assert cache(make_config({**TINY, "model": "aldi", "seed": 1})) is first
+    cache(make_config({**TINY, "model": "aldi", "seed": 2}))
+    cache(make_config({**TINY, "model": "clcrec", "seed": 1, "text_encoder": "mpnet"}))
+    assert [(c.model, c.seed, c.text_encoder) for c in loads] == [
+        ("clcrec", 1, "minilm"),
+        ("aldi", 2, "minilm"),
+        ("clcrec", 1, "mpnet"),
+    ]
