@@ -28,11 +28,12 @@ DEFAULT_RULES = "p7,p5,p4,p3,p2,p5g0.01,p4g0.01,p3g0.01,p4g0.02,p3g0.02,p3g0.05"
 
 
 def parse_rule(text: str) -> StopRule:
-    match = re.fullmatch(r"p(\d+)(?:g([0-9.]+))?(?:b([0-9.]+))?", text)
-    if not match:
-        raise SystemExit(f"rule {text!r}: expected pN[gX][bS], e.g. p3g0.02")
+    match = re.fullmatch(r"(?:p(\d+))?(?:g([0-9.]+))?(?:b([0-9.]+))?", text)
+    if not match or not text:
+        raise SystemExit(f"rule {text!r}: expected [pN][gX][bS], e.g. p3g0.02 or b300")
     patience, gain, budget = match.groups()
-    return StopRule(int(patience), float(gain or 0), float(budget) if budget else None)
+    unlimited = 10**9  # a budget alone: no patience
+    return StopRule(int(patience or unlimited), float(gain or 0), float(budget) if budget else None)
 
 
 def find_results(paths: list[str]) -> list[Path]:
@@ -102,27 +103,29 @@ def table(runs: list[dict], rules: list[str]) -> list[list[str]]:
             rule = parse_rule(name)
             results = [replay(r["values"], r["seconds"], rule, r["mode"]) for r in mine]
             # a rule that would train on past a history's end cannot be replayed faithfully
-            short = any(
-                result.reason == "end" and len(r["values"]) < r["epochs"]
-                for result, r in zip(results, mine, strict=True)
-            )
+            short = [
+                str(r["seed"]) for result, r in zip(results, mine, strict=True)
+                if result.reason == "end"
+            ]  # fmt: skip
             values = [result.best_value for result in results]
             epochs = [result.best_epoch for result in results]
             seconds = statistics.mean(result.seconds for result in results)
+            trained = sum(result.stop_epoch for result in results)
             if reference is None:
-                reference = (values, seconds, epochs)
+                reference = (values, seconds, epochs, trained)
             same = sum(e == ref for e, ref in zip(epochs, reference[2], strict=True))
             mean = statistics.mean(values)
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             rows.append(
                 [
                     model,
-                    name + (" (history ends first)" if short else ""),
+                    name + (f" (seeds {','.join(short)}: history ends first)" if short else ""),
                     ", ".join(str(result.best_epoch) for result in results),
                     ", ".join(str(result.stop_epoch) for result in results),
                     f"{mean:.4f} ± {spread:.4f}",
                     f"{mean - statistics.mean(reference[0]):+.4f}",
                     f"{same}/{len(values)}",
+                    f"{trained} ({trained / reference[3]:.0%})",
                     f"{seconds:.0f} s ({seconds / reference[1]:.0%})",
                 ]
             )
@@ -137,7 +140,8 @@ HEADER = [
     "selected val (mean ± std)",
     "vs first rule",
     "same epoch as first rule",
-    "train + eval seconds to stop",
+    "epochs trained, all seeds",
+    "mean train + eval seconds to stop",
 ]
 
 

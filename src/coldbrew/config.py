@@ -51,6 +51,7 @@ PROTOCOL_DEFAULTS = {
         "batch_size": 256,
         "lr": 0.001,
         "epochs": 1000,
+        "patience": 7,  # the original stops at the 7th epoch without improvement
         "early_stop_metric": "all/recall@10",
         "distinct_negatives": True,
         # the model settings of the original README's MovieLens command
