@@ -164,8 +164,11 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "ALDI (Huang et al. 2023): content student distilled from a warm backbone",
         teacher=True,
-        # large steps: the content encoder runs on every distinct item of a step (not searched)
-        run_defaults={"batch_size": 8192, "lr": 0.005},
+        # large steps: the content encoder runs on every distinct item of a step (not searched);
+        # patience 4 (7 before): seeds 1-3 on ml-1m-coldstart select the same epochs (3, 7, 3)
+        # with patience 2, 3, 4 and 7, and stop after 7, 11, 7 instead of 10, >= 14, 10
+        # (BENCHMARKS.md, "Time to a model")
+        run_defaults={"batch_size": 8192, "lr": 0.005, "patience": 4},
     ),
     "knn": ModelSpec(
         "knn",

@@ -100,6 +100,7 @@ def test_a_run_spent_by_its_time_budget_says_so(tmp_path):
 
 def test_clcrec_waits_4_evaluations_the_original_protocol_7_and_a_flag_wins():
     assert make_config({"model": "clcrec"}).patience == 4
-    assert make_config({"model": "aldi"}).patience == 7  # the zoo: not replayed yet
+    assert make_config({"model": "aldi"}).patience == 4
+    assert make_config({"model": "heater"}).patience == 7  # not replayed yet
     assert make_config({"model": "clcrec", "protocol": "original"}).patience == 7
     assert make_config({"model": "clcrec"}, {"patience": 9}).patience == 9
