@@ -52,6 +52,7 @@ PROTOCOL_DEFAULTS = {
         "batch_size": 256,
         "lr": 0.001,
         "epochs": 1000,
+        "patience": 7,  # the original stops at the 7th epoch without improvement
         "early_stop_metric": "all/recall@10",
         "distinct_negatives": True,
         "report_share": 0.0,  # the original selects and reports on the same validation items
@@ -138,7 +139,21 @@ class TrainConfig:
         minimum=0,
         maximum=MAX_SEED,
     )
-    patience: int = option(7, "stop after this many evaluations without improvement", minimum=1)
+    patience: int = option(
+        7, "stop after this many evaluations without improvement (see --min-gain)", minimum=1
+    )
+    min_gain: float = option(
+        0.0,
+        "an evaluation resets the patience only if it beats the last reset's value by this "
+        "fraction (0.02: 2 %); smaller gains still make a new best epoch",
+        minimum=0,
+    )
+    time_budget: float | None = option(
+        None,
+        "stop after the epoch whose training + evaluation seconds reach this (data loading "
+        "not counted); the best epoch so far is kept",
+        above=0,
+    )
     eval_chunk_elements: int | None = option(
         None, "scores held at once during evaluation", minimum=1
     )

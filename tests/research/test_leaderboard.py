@@ -229,3 +229,25 @@ def test_a_flat_model_option_names_the_model_without_it_and_where_to_put_it(tmp_
     with pytest.raises(SystemExit):
         main(argv)
     assert "--dim is an option of clcrec" in capsys.readouterr().err
+
+
+def test_models_share_one_load_per_seed_and_encoder(monkeypatch):
+    """The data cache keys by what loading reads: two recommendation models and a seed share
+    one load; another seed or text encoder loads again."""
+    from coldbrew.config import make_config
+    from coldbrew.research import search
+
+    loads = []
+    monkeypatch.setattr(
+        "coldbrew.training.run.load_run_dataset", lambda config: loads.append(config) or object()
+    )
+    cache = search.DataCache()
+    first = cache(make_config({**TINY, "model": "clcrec", "seed": 1}))
+    assert cache(make_config({**TINY, "model": "aldi", "seed": 1})) is first
+    cache(make_config({**TINY, "model": "aldi", "seed": 2}))
+    cache(make_config({**TINY, "model": "clcrec", "seed": 1, "text_encoder": "mpnet"}))
+    assert [(c.model, c.seed, c.text_encoder) for c in loads] == [
+        ("clcrec", 1, "minilm"),
+        ("aldi", 2, "minilm"),
+        ("clcrec", 1, "mpnet"),
+    ]

@@ -10,6 +10,11 @@ import sys
 
 from coldbrew.errors import ColdbrewError
 
+# the commands that run torch: each takes coldbrew.system.threads' thread count first
+COMPUTE_COMMANDS = frozenset(
+    {"train", "evaluate", "data", "search", "leaderboard", "forecast", "recommend", "bench"}
+    | {"doctor", "profile", "tune", "memory"}
+)
 # COLDBREW_DEBUG=1: errors raise with their traceback instead of the one-line message
 DEBUG_VARIABLE = "COLDBREW_DEBUG"
 
@@ -125,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
         refuse_empty_paths(args)
-        with one_line_warnings(quiet=bool(getattr(args, "quiet", False))), interrupts() as seen:
+        with (
+            threads_for(args.command),
+            one_line_warnings(quiet=bool(getattr(args, "quiet", False))),
+            interrupts() as seen,
+        ):
             code = handler(args.command)(args)
         if seen:  # a library swallowed the KeyboardInterrupt (in a finaliser, say): still 130
             raise KeyboardInterrupt
@@ -182,6 +191,18 @@ def refuse_empty_paths(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and not value.strip():
             raise ColdbrewError(f"--{name} is empty: give a folder, e.g. --{name} runs/x")
+
+
+def threads_for(command: str):
+    """No more torch threads than free cores for a command that computes (COLDBREW_THREADS or
+    OMP_NUM_THREADS override; ``coldbrew.system.threads``)."""
+    if command not in COMPUTE_COMMANDS:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from coldbrew.system.threads import chosen_threads
+
+    return chosen_threads()
 
 
 def describe_os_error(error: OSError) -> str:

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -117,20 +118,21 @@ def _encode(
     batch_size: int,
     progress: bool,
 ) -> torch.Tensor:
-    """Batches of similar length (little padding), written back in the caller's order."""
-    from tqdm.auto import tqdm
-
+    """Batches of texts of equal or similar token counts (little padding: the same vectors as
+    one text at a time, to float rounding), longest first, written back in the caller's order."""
     model = loaded.model
     device = next(model.parameters()).device
-    order = sorted(range(len(texts)), key=lambda index: len(texts[index]), reverse=True)
+    lengths = [
+        len(ids)
+        for ids in loaded.tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+    ]
+    order = sorted(range(len(texts)), key=lambda index: lengths[index], reverse=True)
+    batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
+    work = [len(batch) * lengths[batch[0]] for batch in batches]  # padded tokens per batch
     embeddings: torch.Tensor | None = None
-    show = progress and sys.stderr.isatty()
-    with (
-        torch.no_grad(),  # not inference_mode: the result may feed a trained head
-        tqdm(total=len(texts), desc="encoding texts", unit="text", disable=not show) as bar,
-    ):
-        for start in range(0, len(texts), batch_size):
-            indices = order[start : start + batch_size]
+    with torch.no_grad(), EncodeProgress(len(texts), sum(work), progress) as bar:
+        # not inference_mode: the result may feed a trained head
+        for indices, tokens in zip(batches, work, strict=True):
             batch = loaded.tokenizer(
                 [texts[index] for index in indices],
                 padding=True,
@@ -147,9 +149,69 @@ def _encode(
             if embeddings is None:
                 embeddings = torch.empty(len(texts), pooled.shape[1], dtype=torch.float32)
             embeddings[torch.tensor(indices)] = pooled.cpu()
-            bar.update(len(indices))
+            bar.update(len(indices), tokens)
     assert embeddings is not None  # texts is not empty
     return embeddings
+
+
+class EncodeProgress:
+    """Texts done, texts/s and the time left of an encode: a bar on a terminal, a line every
+    ``every`` seconds in a log. The time left is the padded tokens still to encode at the rate
+    so far: the longest texts come first, so a count of texts would promise too much early."""
+
+    def __init__(self, texts: int, tokens: int, show: bool, every: float = 30.0):
+        from tqdm.auto import tqdm
+
+        self.texts, self.tokens, self.every = texts, tokens, every
+        self.done_texts = self.done_tokens = 0
+        self.started = self.last_line = time.perf_counter()
+        self.lines = show and not sys.stderr.isatty()  # a log: lines instead of frames
+        self.bar = tqdm(
+            total=texts,
+            desc="encoding texts",
+            unit="text",
+            disable=not (show and sys.stderr.isatty()),
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+            "[{elapsed}, {rate_fmt}{postfix}]",
+        )
+
+    def __enter__(self) -> EncodeProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+    def status(self) -> tuple[float, float | None]:
+        """(texts per second, seconds left; None before any work is done)."""
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        left = None
+        if self.done_tokens:
+            left = (self.tokens - self.done_tokens) * elapsed / self.done_tokens
+        return self.done_texts / elapsed, left
+
+    def update(self, texts: int, tokens: int) -> None:
+        self.done_texts += texts
+        self.done_tokens += tokens
+        rate, left = self.status()
+        self.bar.set_postfix_str(f"about {clock(left)} left", refresh=False)
+        self.bar.update(texts)
+        now = time.perf_counter()
+        if self.lines and (now - self.last_line >= self.every or self.done_texts == self.texts):
+            self.last_line = now
+            print(
+                f"encoding texts: {self.done_texts:,}/{self.texts:,}, {rate:.1f} texts/s, "
+                f"about {clock(left)} left",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def clock(seconds: float | None) -> str:
+    """``"2 min 05 s"``, ``"12 s"``; ``"?"`` when unknown."""
+    if seconds is None:
+        return "?"
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 # ---------------------------------------------------------------------------------- cache

@@ -53,11 +53,14 @@ def versions() -> dict:
 
 
 def cpu_info() -> dict:
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from coldbrew.system.threads import current_choice, usable_cores
+
+    choice = current_choice()
     return {
         "cores": os.cpu_count(),
-        "usable_cores": usable,
+        "usable_cores": usable_cores(),
         "torch_threads": torch.get_num_threads(),
+        "thread_choice": {"threads": choice.threads, "reason": choice.reason},
         "processor": platform.processor() or platform.machine(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         **{f"memory_{key}": value for key, value in host_memory().items()},
@@ -256,9 +259,11 @@ def run_doctor(
         d.type: measure(f"sampler on {d.type}", lambda d=d: sampler_throughput(d, seconds), notes)
         for d in devices
     }
-    if report["cpu"]["torch_threads"] < (report["cpu"]["usable_cores"] or 0):
+    cpu = report["cpu"]
+    if cpu["torch_threads"] < (cpu["usable_cores"] or 0):
         notes.append(
-            f"torch uses {report['cpu']['torch_threads']} threads of {report['cpu']['usable_cores']} usable cores"
+            f"torch uses {cpu['torch_threads']} threads of {cpu['usable_cores']} usable cores "
+            f"({cpu['thread_choice']['reason']})"
         )
     synchronize(device)
     report["notes"] = notes

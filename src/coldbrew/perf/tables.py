@@ -31,6 +31,12 @@ def doctor_table(report: dict) -> str:
             + (f", load {cpu['load_average']:.1f}" if cpu["load_average"] is not None else ""),
         ),
         (
+            "threads",
+            f"{cpu['thread_choice']['threads']}: {cpu['thread_choice']['reason']}"
+            if "thread_choice" in cpu
+            else "n/a",
+        ),
+        (
             "memory",
             f"{_amount(cpu['memory_total_bytes'], 'B')} total, {_amount(cpu['memory_available_bytes'], 'B')} available",
         ),

@@ -34,17 +34,23 @@ MAX_RETRIES = 3  # times an interrupted trial's settings are tried again
 
 
 class DataCache:
-    """Each distinct dataset the trials need, loaded once (a split may depend on the seed)."""
+    """Each distinct dataset the trials need, loaded once (a split may depend on the seed).
+
+    Keyed by what ``coldbrew.tasks.load_data`` reads: the task's kind (not the model, so the
+    models of a leaderboard share one load per seed), the data, features, text encoder, seed,
+    pickle trust and series."""
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
 
     def __call__(self, config: TrainConfig) -> Any:
+        from coldbrew.registry import model_spec
         from coldbrew.training.run import load_run_dataset
 
         options = config.model_options
-        key = (config.model, config.data, str(config.resolved_features()), config.trust_pickle)
-        key += (config.seed, getattr(options, "series", None))
+        task = model_spec(config.model).task
+        key = (task, config.data, str(config.resolved_features()), config.trust_pickle)
+        key += (config.seed, getattr(options, "series", None), config.text_encoder)
         key += (config.report_share, config.selection_seed)
         if key not in self.loaded:
             self.loaded[key] = load_run_dataset(config)

@@ -36,6 +36,8 @@ CONFIG = "config.yaml"
 RESUMABLE_OVERRIDES = {
     "epochs",
     "patience",
+    "min_gain",
+    "time_budget",
     "quiet",
     "log_every",
     "device",
@@ -228,8 +230,7 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
     stopped, failure = "max_epochs", None
     try:
         trainer.fit()
-        if trainer.stopped_early():
-            stopped = "early_stop"
+        stopped = trainer.stop_reason() or stopped
     except NonFiniteLoss as error:  # non-finite, or diverged
         stopped, failure = error.stopped, error
         if log_file is not None:

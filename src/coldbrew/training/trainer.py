@@ -6,7 +6,8 @@ micro-batch ``task.make_batch`` (negatives, windows ...), ``model(batch)`` for t
 autocast, backward with the loss scaled by the micro-batch's share of the step; then clipping,
 the optimizer and the schedule. Loss terms and a non-finite flag accumulate on the device and
 are read once per epoch. Then ``task.evaluate(model, "val")``, the best checkpoint by the
-task's monitored metric, early stopping after ``patience`` evaluations without improvement.
+task's monitored metric, and the stopping rule of ``training/stopping.py`` (``patience``
+evaluations without a gain of ``min_gain``, or a ``time_budget`` of seconds).
 
 Randomness, one process: the sample order and everything drawn inside a step (negatives,
 dropout, CLCRec's content mix) come from the global torch RNG, which the run seeds before it
@@ -48,6 +49,7 @@ from coldbrew.training.memory_safety import (
     memory_figures,
 )
 from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_note
+from coldbrew.training.stopping import StopCount, StopRule, stop_reason, update
 
 
 class NonFiniteLoss(ColdbrewError):
@@ -70,7 +72,10 @@ class TrainState:
     optimizer_steps: int = 0
     best_epoch: int = 0
     best_score: float | None = None  # None until a finite monitored value is seen
+    # evaluations since the last gain of at least min_gain over gain_reference (None in older
+    # checkpoints: the best score stands in)
     epochs_without_improvement: int = 0
+    gain_reference: float | None = None
     samples_seen: int = 0
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
@@ -335,21 +340,14 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def fit(self) -> TrainState:
-        """Train until ``epochs`` or early stopping (or ``patience`` evaluations without
-        improvement); checkpoints after every epoch when a run directory is set."""
+        """Train until ``epochs`` or the stopping rule (``stop_reason``); checkpoints after
+        every epoch when a run directory is set."""
         state, config, monitor = self.state, self.config, self.task.monitor
         epochs = config.epochs if self.trains else 1
-        while state.epoch < epochs and not self.stopped_early():
+        while state.epoch < epochs and not self.stop_reason():
             started = time.perf_counter()
             losses, metrics = self._train_and_evaluate()
-            score = monitor.value(metrics)
-            best = monitor.worst if state.best_score is None else state.best_score
-            improved = math.isfinite(score) and monitor.improved(score, best)
-            if improved:
-                state.best_score, state.best_epoch = score, state.epoch
-                state.epochs_without_improvement = 0
-            else:
-                state.epochs_without_improvement += 1
+            improved = self._record(monitor.value(metrics))
             state.history.append(
                 {
                     "epoch": state.epoch,
@@ -366,14 +364,37 @@ class Trainer:
             self.save(LAST)
             for hook in self.hooks:
                 hook.epoch_end(state)
-        if self.stopped_early():
+        reason = self.stop_reason()
+        if reason == "early_stop":
+            gain = f" by {config.min_gain:.1%}" if config.min_gain else ""
             self.log(
-                f"early stop: {monitor.key} did not improve for {config.patience} evaluations; "
+                f"early stop: {monitor.key} did not improve{gain} for {config.patience} "
+                f"evaluations; best epoch {state.best_epoch}"
+            )
+        elif reason == "time_budget":
+            self.log(
+                f"time budget of {config.time_budget:g} s spent after epoch {state.epoch}; "
                 f"best epoch {state.best_epoch}"
             )
         if unreached := self.faults.unreached():
             warnings.warn(f"{unreached} (it took {state.optimizer_steps})", stacklevel=2)
         return state
+
+    def stop_rule(self) -> StopRule:
+        config = self.config
+        return StopRule(config.patience, config.min_gain, config.time_budget)
+
+    def _record(self, score: float) -> bool:
+        """The stopping rule's count after an evaluation of ``score``; whether it is the best."""
+        state, monitor = self.state, self.task.monitor
+        best = monitor.start if state.best_score is None else state.best_score
+        reference = best if state.gain_reference is None else state.gain_reference
+        count = StopCount(best, state.best_epoch, reference, state.epochs_without_improvement)
+        improved = update(count, score, state.epoch, self.stop_rule(), monitor.mode)
+        if improved:
+            state.best_score, state.best_epoch = count.best, count.best_epoch
+        state.gain_reference, state.epochs_without_improvement = count.reference, count.without_gain
+        return improved
 
     def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:
         """One epoch of training, then validation; both timed."""
@@ -406,8 +427,15 @@ class Trainer:
             metrics = self.task.evaluate_splits(self.model, splits, progress=progress)
         return distributed.broadcast(metrics)
 
+    def stop_reason(self) -> str | None:
+        """``"early_stop"``, ``"time_budget"`` or None (the rule lets training go on)."""
+        state = self.state
+        count = StopCount(without_gain=state.epochs_without_improvement)
+        return stop_reason(count, state.train_seconds + state.eval_seconds, self.stop_rule())
+
     def stopped_early(self) -> bool:
-        return self.state.epochs_without_improvement >= self.config.patience
+        """The stopping rule ended training (patience or time budget)."""
+        return self.stop_reason() is not None
 
     def _epoch_line(self, losses: dict, metrics: Metrics, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())

@@ -1,0 +1,96 @@
+"""Text encoding speed: token budgets and batch order, side by side in one process.
+
+    COLDBREW_DATA=DIR python benchmarks/encode_speed.py [--encoder minilm] [--texts 128]
+        [--budgets 384,256,128] [--batch-size 32] [--rounds 2]
+
+Takes the first N item texts of ml-1m-coldstart (title, genres, director, cast, plot), prints
+their token lengths, then in turn (every setting once per round, the rounds interleaved so
+the machine's load falls on all alike) encodes them with fp32 torch at each token budget, with
+the batches cut in length order (what ``encode_texts`` does) and in the texts' own order.
+Reports texts/s (median over rounds) and, per budget, the least cosine of a vector to the same
+text's vector at the encoder's own budget and in length order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from coldbrew import load_dataset
+from coldbrew.data import text_backbone
+from coldbrew.data.sentence_models import sentence_model
+from coldbrew.data.text_encoder import _encode
+
+
+def encode(texts, loaded, model, budget: int, batch_size: int, sorted_batches: bool):
+    if sorted_batches:
+        return _encode(
+            texts,
+            loaded,
+            pooling=model.pooling,
+            normalize=model.normalize,
+            max_length=budget,
+            batch_size=batch_size,
+            progress=False,
+        )
+    parts = []  # the texts' own order: each batch pads to its longest text
+    for start in range(0, len(texts), batch_size):
+        parts.append(
+            _encode(
+                texts[start : start + batch_size],
+                loaded,
+                pooling=model.pooling,
+                normalize=model.normalize,
+                max_length=budget,
+                batch_size=batch_size,
+                progress=False,
+            )
+        )
+    return torch.cat(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--texts", type=int, default=128)
+    parser.add_argument("--budgets", default="384,256,128")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    dataset = load_dataset("ml-1m-coldstart", features=["genre"])
+    texts = list(dataset.item_text[: args.texts])
+    model = sentence_model(args.encoder, progress=False)
+    loaded = text_backbone.load_backbone(model.backbone, "cpu", progress=False)
+    lengths = sorted(len(ids) for ids in loaded.tokenizer(texts)["input_ids"])
+    quantiles = [lengths[int(q * (len(lengths) - 1))] for q in (0.1, 0.5, 0.9)]
+    print(
+        f"{args.encoder}, {len(texts)} texts, {torch.get_num_threads()} thread(s); tokens: "
+        f"10/50/90 % {quantiles}, max {lengths[-1]}; own budget {model.max_length}"
+    )
+    budgets = [int(b) for b in args.budgets.split(",")]
+    settings = [(budget, order) for budget in budgets for order in (True, False)]
+    seconds: dict = {setting: [] for setting in settings}
+    vectors: dict = {}
+    encode(texts[: args.batch_size], loaded, model, budgets[0], args.batch_size, True)  # warm-up
+    for _ in range(args.rounds):
+        for budget, order in settings:
+            started = time.perf_counter()
+            vectors[budget, order] = encode(texts, loaded, model, budget, args.batch_size, order)
+            seconds[budget, order].append(time.perf_counter() - started)
+    reference = vectors[min(model.max_length, max(budgets)), True]
+    for budget, order in settings:
+        rate = len(texts) / statistics.median(seconds[budget, order])
+        cosine = torch.nn.functional.cosine_similarity(vectors[budget, order], reference).min()
+        label = "length order" if order else "own order"
+        print(
+            f"budget {budget:4d} {label:12s} {rate:7.1f} texts/s "
+            f"(rounds: {', '.join(f'{s:.1f}' for s in seconds[budget, order])} s) "
+            f"least cosine to reference {cosine:.5f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

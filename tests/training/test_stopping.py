@@ -1,0 +1,106 @@
+"""The stopping rule: patience, minimum relative gain, time budget; the trainer applies the same
+rule that ``replay`` applies to a finished run's history."""
+
+from __future__ import annotations
+
+import pytest
+
+from coldbrew import load_dataset
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.training.build import build_trainer
+from coldbrew.training.stopping import StopRule, beats, replay
+
+# monitored values after epochs 1..7 and the cumulative seconds then (10 s an epoch)
+VALUES = [0.100, 0.120, 0.121, 0.119, 0.122, 0.118, 0.117]
+SECONDS = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0]
+
+
+def test_beats_by_a_relative_margin():
+    # 0.10 * (1 + 0.05) = 0.105: equal is not a gain, 0.1051 is
+    assert not beats(0.105, 0.10, "max", 0.05)
+    assert beats(0.1051, 0.10, "max", 0.05)
+    # minimised: 2.0 * (1 - 0.1) = 1.8
+    assert not beats(1.8, 2.0, "min", 0.1) and beats(1.79, 2.0, "min", 0.1)
+    assert beats(0.0, None, "max") and not beats(float("nan"), None, "max")
+    assert beats(-5.0, float("-inf"), "max", 0.5)  # an infinite start: no margin
+
+
+def test_replay_plain_patience():
+    # 0.121 (epoch 3) and 0.122 (epoch 5) reset the count; 0.118, 0.117: two without -> stop at 7
+    result = replay(VALUES, SECONDS, StopRule(patience=2))
+    assert (result.best_epoch, result.stop_epoch, result.reason) == (5, 7, "early_stop")
+    assert result.best_value == 0.122 and result.seconds == 70.0
+
+
+def test_replay_min_gain_stops_on_small_gains_but_keeps_the_best():
+    # reference 0.10 -> 0.12 (> 0.105, reset); 0.121 < 0.12 * 1.05 = 0.126: a new best epoch (3)
+    # but count 1; 0.119: count 2 -> stop after epoch 4, at 40 s
+    result = replay(VALUES, SECONDS, StopRule(patience=2, min_gain=0.05))
+    assert (result.best_epoch, result.stop_epoch, result.seconds) == (3, 4, 40.0)
+
+
+def test_replay_time_budget_and_end():
+    result = replay(VALUES, SECONDS, StopRule(patience=7, time_budget=25.0))
+    assert (result.best_epoch, result.stop_epoch, result.reason) == (3, 3, "time_budget")
+    result = replay(VALUES, SECONDS, StopRule(patience=7))
+    assert (result.best_epoch, result.stop_epoch, result.reason) == (5, 7, "end")
+    with pytest.raises(ValueError):
+        replay([], [], StopRule(patience=1))
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [StopRule(2), StopRule(2, min_gain=0.05), StopRule(3, min_gain=0.01), StopRule(9, 0, 35.0)],
+)
+def test_the_trainer_stops_where_replay_says(rule):
+    """The trainer's loop on scripted evaluations (10 s each) against ``replay``."""
+    options = {
+        "patience": rule.patience,
+        "min_gain": rule.min_gain,
+        "time_budget": rule.time_budget,
+    }
+    config = make_config({"data": "synthetic:small", "quiet": True, "epochs": 7, **options})
+    trainer = build_trainer(config, load_dataset("synthetic:small", seed=3), log=lambda _: None)
+    monitor = trainer.task.monitor
+
+    def scripted():
+        state = trainer.state
+        state.train_seconds += 10.0
+        state.epoch += 1
+        return {}, {monitor.section: {monitor.metric: VALUES[state.epoch - 1]}}
+
+    trainer._train_and_evaluate = scripted
+    state = trainer.fit()
+    expected = replay(VALUES, SECONDS, rule)
+    assert (state.best_epoch, state.epoch) == (expected.best_epoch, expected.stop_epoch)
+    assert state.best_score == expected.best_value
+    assert trainer.stop_reason() == (None if expected.reason == "end" else expected.reason)
+
+
+def test_a_bad_min_gain_or_budget_is_refused():
+    with pytest.raises(ColdbrewError, match="min_gain"):
+        make_config({"min_gain": -0.1})
+    with pytest.raises(ColdbrewError, match="time_budget"):
+        make_config({"time_budget": 0})
+
+
+def test_a_run_spent_by_its_time_budget_says_so(tmp_path):
+    from coldbrew.training.run import train
+
+    config = make_config(
+        {"data": "synthetic:small", "quiet": True, "epochs": 5, "time_budget": 1e-6}
+    )
+    results = train(config, tmp_path / "run", dataset=load_dataset("synthetic:small", seed=3))
+    assert results["stopped"] == "time_budget" and results["epochs_run"] == 1
+    assert (
+        "time budget of 1e-06 s spent after epoch 1" in (tmp_path / "run" / "train.log").read_text()
+    )
+
+
+def test_clcrec_waits_4_evaluations_the_original_protocol_7_and_a_flag_wins():
+    assert make_config({"model": "clcrec"}).patience == 4
+    assert make_config({"model": "aldi"}).patience == 4
+    assert make_config({"model": "heater"}).patience == 7  # not replayed yet
+    assert make_config({"model": "clcrec", "protocol": "original"}).patience == 7
+    assert make_config({"model": "clcrec"}, {"patience": 9}).patience == 9
