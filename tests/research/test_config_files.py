@@ -39,3 +39,12 @@ def test_a_search_space_for_another_model_is_refused():
     # GAR's tower_dim is no option of ALDI's
     with pytest.raises(Exception, match="tower_dim"):
         load_space(CONFIGS / "search_gar.yaml", ({"model": "aldi"},))
+
+
+def test_the_champion_preset_names_a_board_that_parses():
+    from coldbrew.research.leaderboard import board_preset, parse_blends, parse_models
+    from coldbrew.research.seeds import parse_seeds
+
+    named = board_preset(load_yaml(CONFIGS / "best.yaml"))
+    models = parse_models(named["models"])
+    assert parse_blends(named["blend"], models) and parse_seeds(named["seeds"])
