@@ -149,6 +149,10 @@ def test_blends_that_cannot_mean_anything_say_why(two_runs, tmp_path):
         ColdbrewError, match="trained with seed 5, the blend's first run with seed 3"
     ):
         blend([two_runs[0], other_seed], tmp_path / "mixed", log=quiet)
+    other_cut = tmp_path / "cut"  # chose on other items: maybe on the blend's report half
+    train(make_config(BLENDED, {"report_share": 0.3}), other_cut)
+    with pytest.raises(ColdbrewError, match="cut validation with report_share 0.3, selection_"):
+        blend([two_runs[0], other_cut], tmp_path / "cuts", log=quiet)
     unfinished = tmp_path / "unfinished"
     shutil.copytree(two_runs[0], unfinished)
     (unfinished / "results.json").unlink()

@@ -39,8 +39,25 @@ def run_vectors(
         raise ColdbrewError(
             f"{run_dir} was trained on other data than the blend's ({dataset.name}){why}"
         )
+    check_same_selection(run_dir, data.selection, dataset.selection)
     with torch.no_grad():
         return model.user_embeddings().float().cpu(), model.item_embeddings().float().cpu()
+
+
+def check_same_selection(run_dir, run_selection: dict | None, blend_selection: dict | None):
+    """A run that chose its epoch on other validation items than the blend's (another
+    ``report_share`` or ``selection_seed``) may have chosen on the blend's report half."""
+    keys = ("report_share", "selection_seed")
+    mine, theirs = (
+        {key: (cut or {}).get(key) for key in keys} for cut in (run_selection, blend_selection)
+    )
+    if mine != theirs:
+        raise ColdbrewError(
+            f"{run_dir} cut validation with report_share {mine['report_share']}, selection_seed "
+            f"{mine['selection_seed']}; the blend's first run with {theirs['report_share']}, "
+            f"{theirs['selection_seed']}: its choices may have read the blend's report items; "
+            "blend runs trained with the same --report-share and --selection-seed"
+        )
 
 
 def check_runs(runs: list[str], weights: list[float]) -> None:
