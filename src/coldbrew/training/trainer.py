@@ -433,10 +433,6 @@ class Trainer:
         count = StopCount(without_gain=state.epochs_without_improvement)
         return stop_reason(count, state.train_seconds + state.eval_seconds, self.stop_rule())
 
-    def stopped_early(self) -> bool:
-        """The stopping rule ended training (patience or time budget)."""
-        return self.stop_reason() is not None
-
     def _epoch_line(self, losses: dict, metrics: Metrics, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())
         monitor = self.task.monitor
