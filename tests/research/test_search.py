@@ -139,3 +139,26 @@ def test_an_interrupted_trial_is_retried_with_its_settings_at_most_three_times()
     states = [trial.state for trial in study.trials]
     assert states == [TrialState.FAIL] * (MAX_RETRIES + 1)
     assert study.user_attrs["interrupted"] == list(range(MAX_RETRIES + 1))
+
+
+def test_a_model_that_trains_nothing_is_never_pruned(tmp_path):
+    # ridge solves once and evaluates once: a trial below the median has nothing left to save,
+    # so it completes (its results kept) where a trained model's would be pruned
+    require("optuna")
+    require("implicit")
+    base = {"model": "ridge", "data": "synthetic:small", "backbone_dim": 8, "ks": [5]}
+    base |= {"early_stop_metric": "cold/recall@5", "quiet": True, "device": "cpu"}
+    space = parse_space({"ridge_lambda": {"categorical": [0.1, 1e4, 1e5]}}, (base,))
+    out = tmp_path / "study"
+    out.mkdir()
+    settings = search_settings(make_config(base, space.fixed), space, None)
+    study = open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
+    for value in (0.1, 1e4, 1e5):
+        study.enqueue_trial({"ridge_lambda": value})
+    options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}
+    result = search((base,), space, out, trials=3, log=lambda line: None, **options)
+
+    values = [row["value"] for row in result["rows"]]
+    assert [row["state"] for row in result["rows"]] == ["complete"] * 3
+    assert min(values[1:]) < values[0]  # the median pruner would have stopped one of them
+    assert all((out / f"trial-{n:03d}" / "results.json").exists() for n in range(3))

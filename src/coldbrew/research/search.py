@@ -59,10 +59,12 @@ class DataCache:
 
 class PruningHook:
     """``on_epoch_end``: report the best monitored value so far; stop the trial when the
-    pruner says so. A new seed's run (its epochs start again) continues the steps."""
+    pruner says so. A new seed's run (its epochs start again) continues the steps. A model that
+    trains nothing (``prune=False``: one evaluation per run) is reported but never stopped:
+    its run is already over, and stopping it would only lose its results."""
 
-    def __init__(self, trial, epochs: int):
-        self.trial, self.epochs = trial, epochs
+    def __init__(self, trial, epochs: int, prune: bool = True):
+        self.trial, self.epochs, self.prune = trial, epochs, prune
         self.offset, self.last_epoch = 0, 0
 
     def __call__(self, state) -> None:
@@ -74,7 +76,7 @@ class PruningHook:
         if state.best_score is None:
             return
         self.trial.report(state.best_score, self.offset + state.epoch)
-        if self.trial.should_prune():
+        if self.prune and self.trial.should_prune():
             self.trial.set_user_attr("pruned_at_epoch", state.epoch)
             raise optuna.TrialPruned(f"pruned after epoch {state.epoch}")
 
@@ -248,6 +250,7 @@ def search(
 
 
 def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log):
+    from coldbrew.registry import model_spec
     from coldbrew.research.curves import train_with_curves
     from coldbrew.research.seeds import train_seeds
 
@@ -256,7 +259,7 @@ def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, 
         config = make_config(*base_layers, params)
         run_dir = out / f"trial-{trial.number:03d}"
         trial.set_user_attr("run_dir", run_dir.name)
-        hook = PruningHook(trial, config.epochs)
+        hook = PruningHook(trial, config.epochs, prune=model_spec(config.model).trains)
         options = {"on_epoch_end": hook, "tensorboard": tensorboard, "plot": plot, "log": log}
         if seeds:
             results = train_seeds(config, run_dir, seeds, load_data=cache, **options)
