@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.models import content_knn
+from coldbrew.models.base import Catalogue
 from coldbrew.models.content_knn import build, neighbor_vectors
+from coldbrew.models.knn_config import KNNOptions
 from coldbrew.training.run import load_run_dataset
 from warm_teacher_support import planted_teacher
 
@@ -81,4 +83,6 @@ def test_no_dense_block_is_an_error():
 
     words = WordIds(torch.tensor([0]), torch.tensor([0]), num_words=1)
     with pytest.raises(ColdbrewError, match="dense item feature blocks"):
-        content_knn.ContentKNN(3, 2, {"text": words}, torch.tensor([1]), None, dim=4)
+        content_knn.ContentKNN(
+            Catalogue(3, 2, {"text": words}, torch.tensor([1])), None, KNNOptions(backbone_dim=4)
+        )

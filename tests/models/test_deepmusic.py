@@ -8,11 +8,12 @@ import torch
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Teacher
 from coldbrew.models.deepmusic import DeepMusic
-from zoo_support import BATCH, COLD, FEATURES, TEACHER, identity_encoder
+from coldbrew.models.deepmusic_config import DeepMusicOptions
+from zoo_support import BATCH, CATALOGUE, TEACHER, identity_encoder
 
 
 def model() -> DeepMusic:
-    built = DeepMusic(2, 3, FEATURES, COLD, TEACHER, dim=2, hidden=2)
+    built = DeepMusic(CATALOGUE, TEACHER, DeepMusicOptions(backbone_dim=2, hidden=2))
     identity_encoder(built.encoder)  # MLP(content) = content
     return built
 
@@ -35,7 +36,7 @@ def test_warm_items_keep_the_backbone_and_cold_items_come_from_content():
 
 
 def test_a_rebuilt_model_takes_the_backbone_from_its_checkpoint():
-    rebuilt = DeepMusic(2, 3, FEATURES, COLD, None, dim=2, hidden=2)
+    rebuilt = DeepMusic(CATALOGUE, None, DeepMusicOptions(backbone_dim=2, hidden=2))
     rebuilt.load_state_dict(model().state_dict())
     torch.testing.assert_close(rebuilt.user_embeddings(), TEACHER.users)
     torch.testing.assert_close(rebuilt.teacher_items, TEACHER.items)
@@ -46,7 +47,7 @@ def test_a_backbone_of_another_width_is_a_clear_error():
     with pytest.raises(
         ColdbrewError, match=r"users are \(2, 3\); expected \(2, 2\) \(option backbone_dim=2\)"
     ):
-        DeepMusic(2, 3, FEATURES, COLD, wide, dim=2)
+        DeepMusic(CATALOGUE, wide, DeepMusicOptions(backbone_dim=2))
 
 
 def test_a_new_item_is_scored_from_its_content_as_a_cold_item():

@@ -7,11 +7,12 @@ import torch
 from torch import nn
 
 from coldbrew.models.dropoutnet import DropoutNet
-from zoo_support import BATCH, COLD, FEATURES, TEACHER, identity_encoder, linear
+from coldbrew.models.dropoutnet_config import DropoutNetOptions
+from zoo_support import BATCH, CATALOGUE, TEACHER, identity_encoder, linear
 
 
 def model(dropout: float) -> DropoutNet:
-    built = DropoutNet(2, 3, FEATURES, COLD, TEACHER, teacher_dim=2, dim=2, hidden=2)
+    built = DropoutNet(CATALOGUE, TEACHER, DropoutNetOptions(backbone_dim=2, dim=2, hidden=2))
     built.dropout = dropout
     identity_encoder(built.content)  # content branch = content
     built.user_tower = nn.Identity()  # f_U(u) = U_u

@@ -9,14 +9,15 @@ import torch
 from torch import nn
 
 from coldbrew.models.heater import Heater
-from zoo_support import BATCH, COLD, FEATURES, TEACHER
+from coldbrew.models.heater_config import HeaterOptions
+from zoo_support import BATCH, CATALOGUE, TEACHER
 
 
 def model(randomize: float) -> Heater:
-    built = Heater(
-        2, 3, FEATURES, COLD, TEACHER, teacher_dim=2, dim=2, hidden=2, experts=2,
-        randomize=randomize, similarity_weight=0.1,
-    )  # fmt: skip
+    options = HeaterOptions(
+        backbone_dim=2, dim=2, hidden=2, experts=2, randomize=randomize, similarity_weight=0.1
+    )
+    built = Heater(CATALOGUE, TEACHER, options)
     with torch.no_grad():  # experts and gate ignore the content: constant outputs
         built.experts.weight.zero_()
         built.experts.bias.copy_(torch.tensor([2.0, 0.0, 0.0, 4.0]))  # E1 = [2, 0], E2 = [0, 4]

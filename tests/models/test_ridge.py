@@ -11,7 +11,9 @@ import torch
 
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.base import Catalogue
 from coldbrew.models.ridge import Ridge, build, fit_map, objective
+from coldbrew.models.ridge_config import RidgeOptions
 from coldbrew.training.run import load_run_dataset
 from warm_teacher_support import planted_teacher
 
@@ -93,7 +95,9 @@ def test_no_dense_block_is_an_error():
 
     words = WordIds(torch.tensor([0]), torch.tensor([0]), num_words=1)
     with pytest.raises(ColdbrewError, match="ridge maps dense item feature blocks"):
-        Ridge(3, 2, {"text": words}, torch.tensor([1]), None, dim=4)
+        Ridge(
+            Catalogue(3, 2, {"text": words}, torch.tensor([1])), None, RidgeOptions(backbone_dim=4)
+        )
 
 
 def test_coldbrew_train_runs_ridge_end_to_end(tmp_path, monkeypatch):

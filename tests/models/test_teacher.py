@@ -6,23 +6,25 @@ from __future__ import annotations
 import torch
 
 from coldbrew.models.dropoutnet import DropoutNet
+from coldbrew.models.dropoutnet_config import DropoutNetOptions
 from coldbrew.models.heater import Heater
-from zoo_support import COLD, FEATURES, TEACHER
+from coldbrew.models.heater_config import HeaterOptions
+from zoo_support import CATALOGUE, TEACHER
 
 
 def test_a_tower_saved_as_the_old_sequential_loads_into_the_shared_tower():
     # DropoutNet and Heater saved their towers as nn.Sequential(Linear, Tanh, Linear): keys
     # "user_tower.0.weight", "user_tower.2.bias" ...; such a checkpoint still loads
-    for model in (DropoutNet, Heater):
+    for model, options in ((DropoutNet, DropoutNetOptions), (Heater, HeaterOptions)):
         torch.manual_seed(0)
-        trained = model(2, 3, FEATURES, COLD, TEACHER, teacher_dim=2, dim=2, hidden=2)
+        trained = model(CATALOGUE, TEACHER, options(backbone_dim=2, dim=2, hidden=2))
         old_keys = {
             key.replace("tower.layer1.", "tower.0.").replace("tower.layer2.", "tower.2."): value
             for key, value in trained.state_dict().items()
         }
         assert "user_tower.0.weight" in old_keys and "item_tower.2.bias" in old_keys
         torch.manual_seed(1)
-        rebuilt = model(2, 3, FEATURES, COLD, None, teacher_dim=2, dim=2, hidden=2)
+        rebuilt = model(CATALOGUE, None, options(backbone_dim=2, dim=2, hidden=2))
         rebuilt.load_state_dict(old_keys)
         users = torch.tensor([0, 1])
         torch.testing.assert_close(rebuilt.score_users(users), trained.score_users(users))

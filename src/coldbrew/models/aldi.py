@@ -36,10 +36,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.data.dataset import Dataset
+from coldbrew.models.aldi_config import ALDIOptions
+from coldbrew.models.base import Batch, Catalogue, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue
+from coldbrew.models.teacher import TanhTower, TeacherModel
 
 
 def item_weights(interactions: torch.Tensor, slope: float, cap: float) -> torch.Tensor:
@@ -86,29 +87,19 @@ def identification_alignment(
 class ALDI(TeacherModel):
     def __init__(
         self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        interactions: torch.Tensor,
+        catalogue: Catalogue,
         teacher: Teacher | None,
-        *,
-        dim: int = 64,
-        hidden: int = 256,
-        rating_weight: float = 0.1,
-        ranking_weight: float = 1.0,
-        identity_weight: float = 1.0,
-        item_weighting: bool = True,
-        weight_slope: float = 0.01,
-        weight_cap: float = 3.0,
+        options: ALDIOptions,
+        interactions: torch.Tensor,
     ):
-        super().__init__(num_users, num_items, cold_items, teacher, dim)
-        self.rating_weight, self.ranking_weight = rating_weight, ranking_weight
-        self.identity_weight = identity_weight
-        self.item_student = ContentEncoder(features, num_items, dim, hidden)
-        self.user_student = TanhTower(dim, hidden, dim)
-        weights = item_weights(interactions, weight_slope, weight_cap)
-        if not item_weighting:
+        super().__init__(catalogue, teacher, options)
+        self.rating_weight, self.ranking_weight = options.rating_weight, options.ranking_weight
+        self.identity_weight = options.identity_weight
+        num_items, dim = catalogue.num_items, options.backbone_dim
+        self.item_student = ContentEncoder(catalogue.features, num_items, dim, options.hidden)
+        self.user_student = TanhTower(dim, options.hidden, dim)
+        weights = item_weights(interactions, options.weight_slope, options.weight_cap)
+        if not options.item_weighting:
             weights = torch.ones(num_items)
         self.register_buffer("item_weights", weights, persistent=False)  # data: warm counts
 
@@ -158,18 +149,5 @@ class ALDI(TeacherModel):
 def build(dataset: Dataset, config, teacher: Teacher | None) -> ALDI:
     """The registry's builder: ALDI with ``config.model_options`` (an ``ALDIOptions``) over the
     collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
-    options = config.model_options
     interactions = torch.from_numpy(dataset.train.getnnz(axis=0).astype("int64"))
-    return ALDI(
-        *catalogue(dataset),
-        interactions,
-        teacher,
-        dim=options.backbone_dim,
-        hidden=options.hidden,
-        rating_weight=options.rating_weight,
-        ranking_weight=options.ranking_weight,
-        identity_weight=options.identity_weight,
-        item_weighting=options.item_weighting,
-        weight_slope=options.weight_slope,
-        weight_cap=options.weight_cap,
-    )
+    return ALDI.from_run(dataset, config, teacher, interactions)

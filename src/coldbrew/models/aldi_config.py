@@ -31,7 +31,3 @@ class ALDIOptions(TeacherOptions):
     )
     weight_cap: float = option(3.0, "M in tanh(min(a x interactions, M))", above=0)
     num_neg: int = option(8, "negatives per positive", minimum=1)
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Negatives per positive the recommendation task draws, and whether they all differ."""
-        return self.num_neg, False

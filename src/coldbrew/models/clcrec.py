@@ -86,9 +86,7 @@ class CLCRec(Recommender):
         self.user_embedding = nn.Parameter(torch.randn(num_users, dim) * std)
         self.item_embedding = nn.Parameter(torch.randn(num_items, dim) * std)
         self.encoder = ContentEncoder(features, num_items, dim, hidden)
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
+        self.register_cold_mask(num_items, cold_items)
         self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
         self.neighbor_temp, self.neighbor_negatives = neighbor_temp, neighbor_negatives
 

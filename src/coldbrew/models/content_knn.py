@@ -19,11 +19,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Teacher
-from coldbrew.models.content import dense_blocks, normalized_raw_blocks
-from coldbrew.models.teacher import TeacherModel, catalogue
+from coldbrew.models.base import Catalogue, Teacher
+from coldbrew.models.content import content_matrix, normalized_raw_blocks
+from coldbrew.models.knn_config import KNNOptions
+from coldbrew.models.teacher import TeacherModel
 
 CHUNK = 1024
 
@@ -48,29 +49,11 @@ def neighbor_vectors(
 
 
 class ContentKNN(TeacherModel):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        dim: int = 64,
-        neighbors: int = 100,
-        temperature: float = 0.05,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, dim)
-        blocks = dense_blocks(features)
-        if not blocks:
-            raise ColdbrewError(
-                "content KNN compares dense item feature blocks; none were loaded "
-                "(--features names them; word-id text needs a trained model)"
-            )
-        self.block_widths = [block.shape[1] for block in blocks.values()]
-        self.neighbors, self.temperature = neighbors, temperature
-        content = F.normalize(torch.cat(list(blocks.values()), dim=1), dim=1)  # (items, F)
-        self.register_buffer("content", content, persistent=False)
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: KNNOptions):
+        super().__init__(catalogue, teacher, options)
+        self.neighbors, self.temperature = options.neighbors, options.temperature
+        content, self.block_widths = content_matrix(catalogue.features, "content KNN compares")
+        self.register_buffer("content", F.normalize(content, dim=1), persistent=False)
 
     def forward(self, batch):
         raise ColdbrewError("content KNN has nothing to train (ModelSpec.trains is False)")
@@ -104,11 +87,4 @@ class ContentKNN(TeacherModel):
 def build(dataset: Dataset, config, teacher: Teacher | None) -> ContentKNN:
     """The registry's builder: content KNN with ``config.model_options`` (``KNNOptions``) over
     the collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
-    options = config.model_options
-    return ContentKNN(
-        *catalogue(dataset),
-        teacher,
-        dim=options.backbone_dim,
-        neighbors=options.neighbors,
-        temperature=options.temperature,
-    )
+    return ContentKNN.from_run(dataset, config, teacher)

@@ -20,26 +20,19 @@ from __future__ import annotations
 
 import torch
 
-from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.data.dataset import Dataset
+from coldbrew.models.base import Batch, Catalogue, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TeacherModel, catalogue, occurrence_mean
+from coldbrew.models.deepmusic_config import DeepMusicOptions
+from coldbrew.models.teacher import TeacherModel, occurrence_mean
 
 
 class DeepMusic(TeacherModel):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        dim: int,
-        hidden: int = 256,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, dim)
-        self.encoder = ContentEncoder(features, num_items, dim, hidden)
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: DeepMusicOptions):
+        super().__init__(catalogue, teacher, options)
+        self.encoder = ContentEncoder(
+            catalogue.features, catalogue.num_items, options.backbone_dim, options.hidden
+        )
 
     def forward(self, batch: Batch) -> LossOutput:
         distinct, inverse = self.step_items(batch.items)  # (n,), (B, 1 + K)
@@ -61,10 +54,4 @@ class DeepMusic(TeacherModel):
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> DeepMusic:
     """The registry's builder: DeepMusic with ``config.model_options`` (``DeepMusicOptions``)."""
-    options = config.model_options
-    return DeepMusic(
-        *catalogue(dataset),
-        teacher,
-        dim=options.backbone_dim,
-        hidden=options.hidden,
-    )
+    return DeepMusic.from_run(dataset, config, teacher)

@@ -17,7 +17,3 @@ class DeepMusicOptions(TeacherOptions):
     num_neg: int = option(
         1, "negatives per positive: the batch's items the MLP regresses", minimum=1
     )
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Negatives per positive the recommendation task draws, and whether they all differ."""
-        return self.num_neg, False

@@ -25,31 +25,18 @@ from __future__ import annotations
 
 import torch
 
-from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Teacher
-from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue
+from coldbrew.data.dataset import Dataset
+from coldbrew.models.base import Batch, Catalogue, LossOutput, Teacher
+from coldbrew.models.dropoutnet_config import DropoutNetOptions
+from coldbrew.models.teacher import TowerStudent
 
 
 class DropoutNet(TowerStudent):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        teacher_dim: int,
-        dim: int = 64,
-        hidden: int = 256,
-        dropout: float = 0.5,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
-        self.dropout = dropout
-        self.content = ContentEncoder(features, num_items, hidden, hidden)
-        self.user_tower = TanhTower(teacher_dim, hidden, dim)
-        self.item_tower = TanhTower(teacher_dim + hidden, hidden, dim)
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: DropoutNetOptions):
+        super().__init__(catalogue, teacher, options)
+        self.dropout = options.dropout
+        # the item tower reads [preference, content]
+        self.add_towers(options.backbone_dim + options.hidden, options.hidden, options.dim)
 
     def item_vectors(self, preference: torch.Tensor, content: torch.Tensor) -> torch.Tensor:
         """Item tower outputs ``(n, dim)`` of preference inputs ``(n, d)`` (zero rows: dropped
@@ -79,12 +66,4 @@ class DropoutNet(TowerStudent):
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> DropoutNet:
     """The registry's builder: DropoutNet with ``config.model_options`` (``DropoutNetOptions``)."""
-    options = config.model_options
-    return DropoutNet(
-        *catalogue(dataset),
-        teacher,
-        teacher_dim=options.backbone_dim,
-        dim=options.dim,
-        hidden=options.hidden,
-        dropout=options.dropout,
-    )
+    return DropoutNet.from_run(dataset, config, teacher)

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coldbrew.models.teacher_options import TeacherOptions
+from coldbrew.models.teacher_options import TowerOptions
 from coldbrew.options import option
 
 
 @dataclass
-class DropoutNetOptions(TeacherOptions):
+class DropoutNetOptions(TowerOptions):
     """User and item towers trained to reproduce the backbone's scores, the item's preference
     input dropped out (``--backbone`` and friends choose the backbone)."""
 
-    dim: int = option(64, "size of the towers' output embeddings", minimum=1)
-    hidden: int = option(256, "width of the towers' and the content encoder's layers", minimum=1)
     dropout: float = option(
         0.5, "probability that an item's preference input is zeroed in a step", minimum=0, maximum=1
     )
     num_neg: int = option(4, "negatives per positive: sampled pairs per user", minimum=1)
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Negatives per positive the recommendation task draws, and whether they all differ."""
-        return self.num_neg, False

@@ -53,10 +53,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Teacher
+from coldbrew.data.dataset import Dataset
+from coldbrew.models.base import Batch, Catalogue, LossOutput, Teacher
 from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TeacherModel, catalogue, occurrence_mean
+from coldbrew.models.gar_config import GAROptions
+from coldbrew.models.teacher import TanhTower, TeacherModel, occurrence_mean
 
 
 def recommender_loss(
@@ -86,27 +87,16 @@ def generator_loss(
 
 
 class GAR(TeacherModel):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        dim: int = 64,
-        hidden: int = 256,
-        tower_dim: int = 200,
-        rank_weight: float = 0.9,
-        similarity_weight: float = 0.1,
-        reg_weight: float = 0.0,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, dim)
-        self.rank_weight, self.similarity_weight = rank_weight, similarity_weight
-        self.reg_weight = reg_weight
-        self.generator = ContentEncoder(features, num_items, dim, hidden)
-        self.user_tower = TanhTower(dim, tower_dim, tower_dim)
-        self.item_tower = TanhTower(dim, tower_dim, tower_dim)
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: GAROptions):
+        super().__init__(catalogue, teacher, options)
+        self.rank_weight, self.similarity_weight = options.rank_weight, options.similarity_weight
+        self.reg_weight = options.reg_weight
+        dim, width = options.backbone_dim, options.tower_dim
+        self.generator = ContentEncoder(
+            catalogue.features, catalogue.num_items, dim, options.hidden
+        )
+        self.user_tower = TanhTower(dim, width, width)
+        self.item_tower = TanhTower(dim, width, width)
 
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)
@@ -178,14 +168,4 @@ class GAR(TeacherModel):
 def build(dataset: Dataset, config, teacher: Teacher | None) -> GAR:
     """The registry's builder: GAR with ``config.model_options`` (a ``GAROptions``) over the
     collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
-    options = config.model_options
-    return GAR(
-        *catalogue(dataset),
-        teacher,
-        dim=options.backbone_dim,
-        hidden=options.hidden,
-        tower_dim=options.tower_dim,
-        rank_weight=options.rank_weight,
-        similarity_weight=options.similarity_weight,
-        reg_weight=options.reg_weight,
-    )
+    return GAR.from_run(dataset, config, teacher)

@@ -33,7 +33,3 @@ class GAROptions(TeacherOptions):
         0.01, "L2 penalty on the towers' user and item outputs (keeps scores bounded)", minimum=0
     )
     num_neg: int = option(8, "negatives per positive", minimum=1)
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Negatives per positive the recommendation task draws, and whether they all differ."""
-        return self.num_neg, False

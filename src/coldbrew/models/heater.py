@@ -29,36 +29,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from coldbrew.data.dataset import Dataset, WordIds
-from coldbrew.models.base import Batch, LossOutput, Teacher
-from coldbrew.models.content import ContentEncoder
-from coldbrew.models.teacher import TanhTower, TowerStudent, catalogue, occurrence_mean
+from coldbrew.data.dataset import Dataset
+from coldbrew.models.base import Batch, Catalogue, LossOutput, Teacher
+from coldbrew.models.heater_config import HeaterOptions
+from coldbrew.models.teacher import TowerStudent, occurrence_mean
 
 
 class Heater(TowerStudent):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        teacher_dim: int,
-        dim: int = 64,
-        hidden: int = 256,
-        experts: int = 5,
-        randomize: float = 0.5,
-        similarity_weight: float = 0.1,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, teacher_dim)
-        self.randomize, self.similarity_weight = randomize, similarity_weight
-        self.num_experts, self.teacher_dim = experts, teacher_dim
-        self.content = ContentEncoder(features, num_items, hidden, hidden)
-        self.experts = nn.Linear(hidden, experts * teacher_dim)  # every expert in one matmul
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: HeaterOptions):
+        super().__init__(catalogue, teacher, options)
+        self.randomize, self.similarity_weight = options.randomize, options.similarity_weight
+        self.num_experts, self.teacher_dim = options.experts, options.backbone_dim
+        hidden, experts = options.hidden, options.experts
+        self.experts = nn.Linear(hidden, experts * self.teacher_dim)  # every expert in one matmul
         self.gate = nn.Linear(hidden, experts)
-        self.user_tower = TanhTower(teacher_dim, hidden, dim)
-        self.item_tower = TanhTower(teacher_dim, hidden, dim)
+        self.add_towers(self.teacher_dim, hidden, options.dim)  # item: the backbone's or C_i
 
     def content_vectors(self, items: torch.Tensor | None = None) -> torch.Tensor:
         """The mixture of experts ``(n, d)`` over the content of ``items`` (None: all)."""
@@ -95,14 +80,4 @@ class Heater(TowerStudent):
 
 def build(dataset: Dataset, config, teacher: Teacher | None) -> Heater:
     """The registry's builder: Heater with ``config.model_options`` (``HeaterOptions``)."""
-    options = config.model_options
-    return Heater(
-        *catalogue(dataset),
-        teacher,
-        teacher_dim=options.backbone_dim,
-        dim=options.dim,
-        hidden=options.hidden,
-        experts=options.experts,
-        randomize=options.randomize,
-        similarity_weight=options.similarity_weight,
-    )
+    return Heater.from_run(dataset, config, teacher)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coldbrew.models.teacher_options import TeacherOptions
+from coldbrew.models.teacher_options import TowerOptions
 from coldbrew.options import option
 
 
 @dataclass
-class HeaterOptions(TeacherOptions):
+class HeaterOptions(TowerOptions):
     """Randomized training, a mixture-of-experts content transformation and a similarity
     constraint, distilling the backbone (``--backbone`` and friends choose it)."""
 
-    dim: int = option(64, "size of the towers' output embeddings", minimum=1)
-    hidden: int = option(256, "width of the towers' and the content encoder's layers", minimum=1)
     experts: int = option(5, "experts of the content transformation", minimum=1)
     randomize: float = option(
         0.5,
@@ -26,7 +24,3 @@ class HeaterOptions(TeacherOptions):
         0.1, "weight of the content-to-backbone similarity constraint", minimum=0
     )
     num_neg: int = option(4, "negatives per positive: sampled pairs per user", minimum=1)
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Negatives per positive the recommendation task draws, and whether they all differ."""
-        return self.num_neg, False

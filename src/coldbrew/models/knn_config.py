@@ -19,7 +19,3 @@ class KNNOptions(TeacherOptions):
     temperature: float = option(
         0.05, "softmax temperature over the k cosine similarities (small: the nearest)", above=0
     )
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """KNN trains nothing; the task still asks how a sample would be drawn."""
-        return 1, False

@@ -53,7 +53,7 @@ import torch
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Recommender
-from coldbrew.models.content import dense_blocks, new_item_features, normalized_raw_blocks
+from coldbrew.models.content import content_matrix, new_item_features, normalized_raw_blocks
 
 MAX_ITEMS = 30_000  # a dense items × items matrix of float32 is 3.6 GB here
 
@@ -152,21 +152,13 @@ class MARec(Recommender):
                 f"marec solves dense items x items systems; {num_items} items is more than "
                 f"{MAX_ITEMS} (use ridge or knn on large catalogues)"
             )
-        blocks = dense_blocks(features)
-        if not blocks:
-            raise ColdbrewError(
-                "marec compares dense item feature blocks; none were loaded "
-                "(--features names them; word-id text needs a trained model)"
-            )
+        content, self.block_widths = content_matrix(features, "marec compares")
         self.num_items, self.neighbors = num_items, neighbors
-        self.block_widths = [block.shape[1] for block in blocks.values()]
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        warm = torch.nonzero(~cold_mask).flatten()
         # data, not model state (see coldbrew.models.base)
         self.register_buffer("interactions", interactions.float(), persistent=False)
-        self.register_buffer("content", torch.cat(list(blocks.values()), 1), persistent=False)
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
+        self.register_buffer("content", content, persistent=False)
+        self.register_cold_mask(num_items, cold_items)
+        warm = torch.nonzero(~self.cold_mask).flatten()
         self.register_buffer("warm", warm, persistent=False)
         warm_clicks = self.interactions[:, warm].double()
         gram = warm_clicks.T @ warm_clicks  # (warm, warm)

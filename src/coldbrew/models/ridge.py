@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import torch
 
-from coldbrew.data.dataset import Dataset, WordIds
+from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Teacher
-from coldbrew.models.content import dense_blocks, normalized_raw_blocks
-from coldbrew.models.teacher import TeacherModel, catalogue
+from coldbrew.models.base import Catalogue, Teacher
+from coldbrew.models.content import content_matrix, normalized_raw_blocks
+from coldbrew.models.ridge_config import RidgeOptions
+from coldbrew.models.teacher import TeacherModel
 
 
 def objective(
@@ -62,29 +63,11 @@ def fit_map(
 
 
 class Ridge(TeacherModel):
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        features: dict[str, torch.Tensor | WordIds],
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        *,
-        dim: int = 64,
-        ridge_lambda: float = 1.0,
-        map_warm: bool = False,
-    ):
-        super().__init__(num_users, num_items, cold_items, teacher, dim)
-        blocks = dense_blocks(features)
-        if not blocks:
-            raise ColdbrewError(
-                "ridge maps dense item feature blocks; none were loaded "
-                "(--features names them; word-id text needs a trained model)"
-            )
-        self.block_widths = [block.shape[1] for block in blocks.values()]
-        self.ridge_lambda, self.map_warm = ridge_lambda, map_warm
-        content = torch.cat(list(blocks.values()), dim=1)  # (items, F)
-        self.register_buffer("content", content, persistent=False)
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: RidgeOptions):
+        super().__init__(catalogue, teacher, options)
+        self.ridge_lambda, self.map_warm = options.ridge_lambda, options.map_warm
+        content, self.block_widths = content_matrix(catalogue.features, "ridge maps")
+        self.register_buffer("content", content, persistent=False)  # (items, F)
 
     def forward(self, batch):
         raise ColdbrewError("ridge has nothing to train (ModelSpec.trains is False)")
@@ -114,11 +97,4 @@ class Ridge(TeacherModel):
 def build(dataset: Dataset, config, teacher: Teacher | None) -> Ridge:
     """The registry's builder: ridge with ``config.model_options`` (``RidgeOptions``) over the
     collaborative backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it)."""
-    options = config.model_options
-    return Ridge(
-        *catalogue(dataset),
-        teacher,
-        dim=options.backbone_dim,
-        ridge_lambda=options.ridge_lambda,
-        map_warm=options.map_warm,
-    )
+    return Ridge.from_run(dataset, config, teacher)

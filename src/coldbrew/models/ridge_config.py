@@ -22,7 +22,3 @@ class RidgeOptions(TeacherOptions):
     map_warm: bool = option(
         False, "warm items take the mapped vector too (default: their backbone vectors)"
     )
-
-    def negative_sampling(self) -> tuple[int, bool]:
-        """Ridge trains nothing; the task still asks how a sample would be drawn."""
-        return 1, False

@@ -18,20 +18,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Recommender, Teacher
-from coldbrew.models.content import distinct_items, host_syncs_are_free, new_item_features
+from coldbrew.models.base import Catalogue, Recommender, Teacher
+from coldbrew.models.content import (
+    ContentEncoder,
+    distinct_items,
+    host_syncs_are_free,
+    new_item_features,
+)
 from coldbrew.models.gather_dot import sampled_scores
-
-
-def catalogue(dataset) -> tuple:
-    """What every teacher model's constructor takes first from its data: ``(num_users,
-    num_items, features, cold_items)``, so each builder passes ``*catalogue(dataset)``."""
-    return (
-        dataset.num_users,
-        dataset.num_items,
-        dataset.features,
-        torch.from_numpy(dataset.cold_items),
-    )
+from coldbrew.models.teacher_options import TeacherOptions, TowerOptions
 
 
 class TeacherModel(Recommender):
@@ -40,29 +35,29 @@ class TeacherModel(Recommender):
     the ``cold_mask``. ``encode_items`` scores new items through ``new_item_vectors``, which a
     model defines to treat them as it treats its cold items."""
 
-    def __init__(
-        self,
-        num_users: int,
-        num_items: int,
-        cold_items: torch.Tensor,
-        teacher: Teacher | None,
-        dim: int,
-    ):
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: TeacherOptions):
         super().__init__()
+        num_users, num_items = catalogue.num_users, catalogue.num_items
         self.num_users, self.num_items = num_users, num_items
+        width = options.backbone_dim
         if teacher is None:
-            teacher = Teacher(torch.zeros(num_users, dim), torch.zeros(num_items, dim))
-        for side, shape in {"users": (num_users, dim), "items": (num_items, dim)}.items():
+            teacher = Teacher(torch.zeros(num_users, width), torch.zeros(num_items, width))
+        for side, shape in {"users": (num_users, width), "items": (num_items, width)}.items():
             found = tuple(getattr(teacher, side).shape)
             if found != shape:
                 raise ColdbrewError(
-                    f"the backbone's {side} are {found}; expected {shape} (option backbone_dim={dim})"
+                    f"the backbone's {side} are {found}; expected {shape} (option backbone_dim={width})"
                 )
         self.register_buffer("teacher_users", teacher.users.float().clone())
         self.register_buffer("teacher_items", teacher.items.float().clone())
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
+        self.register_cold_mask(num_items, catalogue.cold_items)
+
+    @classmethod
+    def from_run(cls, dataset, config, teacher: Teacher | None, *data):
+        """What a registry builder returns: the model over ``dataset``'s catalogue and the
+        backbone ``teacher`` (None: a saved run rebuilt; its checkpoint fills it) with the
+        run's options ``config.model_options``, and any further ``data`` it reads."""
+        return cls(Catalogue.of(dataset), teacher, config.model_options, *data)
 
     def step_items(self, items: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The distinct items ``(n,)`` of ``items`` ``(B, 1 + K)`` and each entry's row among
@@ -113,6 +108,20 @@ class TowerStudent(TeacherModel):
 
     user_tower: nn.Module
     item_tower: nn.Module
+
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: TowerOptions):
+        super().__init__(catalogue, teacher, options)
+        # the content branch of both papers' item towers: every block row-normalised,
+        # Linear(hidden) -> LeakyReLU -> Linear(hidden), as CLCRec's encoder
+        hidden = options.hidden
+        self.content = ContentEncoder(catalogue.features, catalogue.num_items, hidden, hidden)
+
+    def add_towers(self, item_width: int, hidden: int, dim: int) -> None:
+        """The towers ``Linear(hidden) → tanh → Linear(dim)``: the user's over the backbone's
+        user vector, the item's over ``item_width`` inputs. A model adds them after its own
+        parts, so a seed initialises every parameter as before the towers were shared."""
+        self.user_tower = TanhTower(self.teacher_users.shape[1], hidden, dim)
+        self.item_tower = TanhTower(item_width, hidden, dim)
 
     def score_regression(
         self,

@@ -32,6 +32,20 @@ class TeacherOptions:
     )
     backbone_reg: float = option(0.01, "the backbone's L2 regularisation", minimum=0)
 
+    def negative_sampling(self) -> tuple[int, bool]:
+        """Negatives per positive the recommendation task draws, and whether they all differ:
+        the model's ``num_neg``; 1 for a model without one (it trains nothing, but the task
+        still asks how a sample would be drawn)."""
+        return getattr(self, "num_neg", 1), False
+
     def teacher_key(self) -> dict:
         """The values that identify a trained backbone (its cache key, beside dataset and seed)."""
         return {f.name: getattr(self, f.name) for f in fields(TeacherOptions)}
+
+
+@dataclass
+class TowerOptions(TeacherOptions):
+    """The towers of DropoutNet and Heater (``coldbrew.models.teacher.TowerStudent``)."""
+
+    dim: int = option(64, "size of the towers' output embeddings", minimum=1)
+    hidden: int = option(256, "width of the towers' and the content encoder's layers", minimum=1)
