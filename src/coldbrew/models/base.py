@@ -123,3 +123,13 @@ class Recommender(nn.Module):
             "can: clcrec, knn, ridge, marec, aldi, gar, deepmusic, dropoutnet, heater "
             "(--item-vector) and lm (--item-text)"
         )
+
+
+class NothingToTrain:
+    """Mixin, first among the bases, of the models solved in closed form or by lookup
+    (``ModelSpec.trains`` False: a run evaluates them once): ``forward`` refuses in one line."""
+
+    label = "this model"  # how the refusal names the model
+
+    def forward(self, batch):
+        raise ColdbrewError(f"{self.label} has nothing to train (ModelSpec.trains is False)")

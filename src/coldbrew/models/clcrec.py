@@ -221,20 +221,10 @@ def build(dataset: Dataset, config) -> CLCRec:
         # data preparation: done for real even while coldbrew memory traces on fake tensors
         with unset_fake_temporarily():
             neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
-    model = CLCRec.from_dataset(
-        dataset,
-        dim=options.dim,
-        hidden=options.hidden,
-        reg_weight=options.reg_weight,
-        lr_lambda=options.lr_lambda,
-        temp_value=options.temp_value,
-        num_sample=options.num_sample,
-        mix_mode=options.mix_mode,
-        neighbors=neighbors,
-        neighbor_weight=options.neighbor_weight,
-        neighbor_temp=options.neighbor_temp,
-        neighbor_negatives=options.neighbor_negatives,
-    )
+    names = ["dim", "hidden", "reg_weight", "lr_lambda", "temp_value", "num_sample", "mix_mode"]
+    names += ["neighbor_weight", "neighbor_temp", "neighbor_negatives"]
+    values = {name: getattr(options, name) for name in names}  # the options of that name
+    model = CLCRec.from_dataset(dataset, neighbors=neighbors, **values)
     if config.protocol == "original" and model.encoder.word_table is not None:
         # the original wraps its word-table mean in torch.tensor(...), a detached copy: the
         # table keeps its initial values

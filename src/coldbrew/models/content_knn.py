@@ -20,11 +20,10 @@ import torch
 import torch.nn.functional as F
 
 from coldbrew.data.dataset import Dataset
-from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Catalogue, Teacher
-from coldbrew.models.content import content_matrix, normalized_raw_blocks
+from coldbrew.models.content import normalized_raw_blocks
 from coldbrew.models.knn_config import KNNOptions
-from coldbrew.models.teacher import TeacherModel
+from coldbrew.models.teacher import ContentMapper
 
 CHUNK = 1024
 
@@ -48,18 +47,13 @@ def neighbor_vectors(
     return torch.cat(rows) if rows else candidate_vectors.new_zeros(0, candidate_vectors.shape[1])
 
 
-class ContentKNN(TeacherModel):
+class ContentKNN(ContentMapper):
+    label, reads = "content KNN", "compares"
+
     def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: KNNOptions):
         super().__init__(catalogue, teacher, options)
         self.neighbors, self.temperature = options.neighbors, options.temperature
-        content, self.block_widths = content_matrix(catalogue.features, "content KNN compares")
-        self.register_buffer("content", F.normalize(content, dim=1), persistent=False)
-
-    def forward(self, batch):
-        raise ColdbrewError("content KNN has nothing to train (ModelSpec.trains is False)")
-
-    def user_embeddings(self) -> torch.Tensor:
-        return self.teacher_users
+        self.content = F.normalize(self.content, dim=1)  # cosine: each block weighs the same
 
     @torch.no_grad()
     def item_embeddings(self) -> torch.Tensor:

@@ -18,6 +18,10 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.options import option
 
 LOSSES = ("mae", "mse")
+# the options that ``LSTMOptions`` passes on, by name, to the series and to the network
+FORECAST_OPTIONS = ("series", "window", "horizon", "val_days", "test_days")
+FORECAST_OPTIONS += ("moving_average", "log_scale")
+NETWORK_OPTIONS = ("hidden", "layers", "dropout", "loss")
 
 
 @dataclass(frozen=True)
@@ -72,17 +76,7 @@ class LSTMOptions:
     loss: str = option("mae", "training loss: mae or mse", choices=LOSSES)
 
     def forecast_config(self) -> ForecastConfig:
-        return ForecastConfig(
-            series=self.series,
-            window=self.window,
-            horizon=self.horizon,
-            val_days=self.val_days,
-            test_days=self.test_days,
-            moving_average=self.moving_average,
-            log_scale=self.log_scale,
-        )
+        return ForecastConfig(**{name: getattr(self, name) for name in FORECAST_OPTIONS})
 
     def lstm_config(self) -> LSTMConfig:
-        return LSTMConfig(
-            hidden=self.hidden, layers=self.layers, dropout=self.dropout, loss=self.loss
-        )
+        return LSTMConfig(**{name: getattr(self, name) for name in NETWORK_OPTIONS})

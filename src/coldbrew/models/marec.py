@@ -52,7 +52,7 @@ import torch
 
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Recommender
+from coldbrew.models.base import NothingToTrain, Recommender
 from coldbrew.models.content import content_matrix, new_item_features, normalized_raw_blocks
 
 MAX_ITEMS = 30_000  # a dense items × items matrix of float32 is 3.6 GB here
@@ -133,7 +133,9 @@ def keep_nearest(similarity: torch.Tensor, neighbors: int) -> torch.Tensor:
     return torch.zeros_like(similarity).scatter_(0, index, top)
 
 
-class MARec(Recommender):
+class MARec(NothingToTrain, Recommender):
+    label = "marec"
+
     def __init__(
         self,
         features: dict[str, torch.Tensor | WordIds],
@@ -183,9 +185,6 @@ class MARec(Recommender):
             )
         )
         return keep_nearest(similarity, self.neighbors)
-
-    def forward(self, batch):
-        raise ColdbrewError("marec has nothing to train (ModelSpec.trains is False)")
 
     def user_embeddings(self) -> torch.Tensor:
         return self.interactions

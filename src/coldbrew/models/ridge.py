@@ -26,9 +26,9 @@ import torch
 from coldbrew.data.dataset import Dataset
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Catalogue, Teacher
-from coldbrew.models.content import content_matrix, normalized_raw_blocks
+from coldbrew.models.content import normalized_raw_blocks
 from coldbrew.models.ridge_config import RidgeOptions
-from coldbrew.models.teacher import TeacherModel
+from coldbrew.models.teacher import ContentMapper
 
 
 def objective(
@@ -62,18 +62,12 @@ def fit_map(
     return weights.to(targets.dtype), bias.to(targets.dtype)
 
 
-class Ridge(TeacherModel):
+class Ridge(ContentMapper):
+    label, reads = "ridge", "maps"
+
     def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: RidgeOptions):
         super().__init__(catalogue, teacher, options)
         self.ridge_lambda, self.map_warm = options.ridge_lambda, options.map_warm
-        content, self.block_widths = content_matrix(catalogue.features, "ridge maps")
-        self.register_buffer("content", content, persistent=False)  # (items, F)
-
-    def forward(self, batch):
-        raise ColdbrewError("ridge has nothing to train (ModelSpec.trains is False)")
-
-    def user_embeddings(self) -> torch.Tensor:
-        return self.teacher_users
 
     def fitted_map(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(W, b)`` fitted on the warm items' content and backbone vectors."""

@@ -1,7 +1,10 @@
 """What the models that learn from a collaborative backbone share (DeepMusic, DropoutNet, Heater,
-GAR, ALDI, content KNN): the backbone's vectors as checkpointed buffers, the cold mask, the
-distinct items of a step, new items from their feature vector, the tanh tower of their papers,
-and the two towers DropoutNet and Heater train to reproduce the backbone's scores.
+GAR, ALDI, content KNN, ridge): ``TeacherModel``, built from the dataset's ``Catalogue``, the
+backbone and the model's options dataclass (``from_run``, every builder), holding the
+backbone's vectors as checkpointed buffers and the cold mask, the distinct items of a step and
+new items from their feature vector; the tanh tower of their papers; ``ContentMapper``, the
+frame of the two that train nothing (ridge, content KNN); and ``TowerStudent``, the content
+branch and two towers DropoutNet and Heater train to reproduce the backbone's scores.
 
 The backbone (``coldbrew.training.backbone``) is trained on warm interactions only, so its cold
 item rows are zero. A teacher model is built with the backbone's ``Teacher`` on a fresh run and
@@ -18,9 +21,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.base import Catalogue, Recommender, Teacher
+from coldbrew.models.base import Catalogue, NothingToTrain, Recommender, Teacher
 from coldbrew.models.content import (
     ContentEncoder,
+    content_matrix,
     distinct_items,
     host_syncs_are_free,
     new_item_features,
@@ -99,6 +103,24 @@ class TeacherModel(Recommender):
     def new_item_vectors(self, features: torch.Tensor) -> torch.Tensor:  # pragma: no cover
         """``(n, dim)`` item vectors of new items' raw dense blocks ``(n, sum of widths)``."""
         raise NotImplementedError
+
+
+class ContentMapper(NothingToTrain, TeacherModel):
+    """Ridge's and content KNN's frame: nothing trained; users are the backbone's, and items
+    are read from ``content`` ``(items, F)``, every dense feature block row-normalised and
+    joined (``content_matrix``; ``block_widths`` their widths, for new items' raw blocks)."""
+
+    reads = "reads"  # how the error for a dataset without dense blocks says the model uses them
+
+    def __init__(self, catalogue: Catalogue, teacher: Teacher | None, options: TeacherOptions):
+        super().__init__(catalogue, teacher, options)
+        content, self.block_widths = content_matrix(
+            catalogue.features, f"{self.label} {self.reads}"
+        )
+        self.register_buffer("content", content, persistent=False)  # data, not model state
+
+    def user_embeddings(self) -> torch.Tensor:
+        return self.teacher_users
 
 
 class TowerStudent(TeacherModel):
