@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from coldbrew.models.base import Batch, Teacher
+from coldbrew.models.base import Batch, Catalogue, Teacher
 
 # backbone: users u0 = [1, 0], u1 = [0, 1]; items i0 = [1, 2], i1 = [0, 1], i2 cold = [0, 0]
 TEACHER = Teacher(
@@ -15,6 +15,7 @@ TEACHER = Teacher(
 # content: i0 = [1, 0], i1 = [0, 1], i2 = [1, 0] (already unit rows: normalising keeps them)
 FEATURES = {"genre": torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])}
 COLD = torch.tensor([2])
+CATALOGUE = Catalogue(2, 3, FEATURES, COLD)
 # u0 with positive i0 and negative i1; u1 with positive i1 and negative i0
 BATCH = Batch(torch.tensor([0, 1]), torch.tensor([[0, 1], [1, 0]]))
 

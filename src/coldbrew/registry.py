@@ -12,19 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.aldi_config import ALDIOptions
 from coldbrew.models.blend_config import BlendOptions
-from coldbrew.models.bpr_config import BPROptions
 from coldbrew.models.clcrec_config import CLCRecConfig
-from coldbrew.models.deepmusic_config import DeepMusicOptions
-from coldbrew.models.dropoutnet_config import DropoutNetOptions
-from coldbrew.models.gar_config import GAROptions
-from coldbrew.models.heater_config import HeaterOptions
-from coldbrew.models.knn_config import KNNOptions
+from coldbrew.models.forecast.lstm_config import LSTMOptions
 from coldbrew.models.lm.config import LMConfig
-from coldbrew.models.lstm_config import LSTMOptions
-from coldbrew.models.marec_config import MARecOptions
-from coldbrew.models.ridge_config import RidgeOptions
+from coldbrew.models.zoo.aldi_config import ALDIOptions
+from coldbrew.models.zoo.bpr_config import BPROptions
+from coldbrew.models.zoo.deepmusic_config import DeepMusicOptions
+from coldbrew.models.zoo.dropoutnet_config import DropoutNetOptions
+from coldbrew.models.zoo.gar_config import GAROptions
+from coldbrew.models.zoo.heater_config import HeaterOptions
+from coldbrew.models.zoo.knn_config import KNNOptions
+from coldbrew.models.zoo.marec_config import MARecOptions
+from coldbrew.models.zoo.ridge_config import RidgeOptions
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ MODELS: dict[str, ModelSpec] = {
     "lstm": ModelSpec(
         "lstm",
         LSTMOptions,
-        "coldbrew.models.lstm:build",
+        "coldbrew.models.forecast.lstm:build",
         "forecasting",
         "LSTM forecaster of daily interaction counts (coldbrew forecast)",
     ),
@@ -119,7 +119,7 @@ MODELS: dict[str, ModelSpec] = {
     "deepmusic": ModelSpec(
         "deepmusic",
         DeepMusicOptions,
-        "coldbrew.models.deepmusic:build",
+        "coldbrew.models.zoo.deepmusic:build",
         "recommendation",
         "DeepMusic (van den Oord et al. 2013): content MLP regresses the backbone's item vectors",
         # an epoch regresses every warm item about 300 times at this batch; a few suffice, and
@@ -131,7 +131,7 @@ MODELS: dict[str, ModelSpec] = {
     "dropoutnet": ModelSpec(
         "dropoutnet",
         DropoutNetOptions,
-        "coldbrew.models.dropoutnet:build",
+        "coldbrew.models.zoo.dropoutnet:build",
         "recommendation",
         "DropoutNet (Volkovs et al. 2017): towers reproduce backbone scores, preference dropout",
         # seed 1 on ml-1m-coldstart (als backbone), val cold Recall@20 by epoch: 0.059 0.067
@@ -142,7 +142,7 @@ MODELS: dict[str, ModelSpec] = {
     "heater": ModelSpec(
         "heater",
         HeaterOptions,
-        "coldbrew.models.heater:build",
+        "coldbrew.models.zoo.heater:build",
         "recommendation",
         "Heater (Zhu et al. 2020): randomized training, mixture-of-experts content, distillation",
         # seed 1 on ml-1m-coldstart (als backbone), val cold Recall@20 by epoch: 0.060 0.068
@@ -153,7 +153,7 @@ MODELS: dict[str, ModelSpec] = {
     "gar": ModelSpec(
         "gar",
         GAROptions,
-        "coldbrew.models.gar:build",
+        "coldbrew.models.zoo.gar:build",
         "recommendation",
         "GAR (Chen et al. 2022): content generator vs recommender over a warm backbone",
         teacher=True,
@@ -165,7 +165,7 @@ MODELS: dict[str, ModelSpec] = {
     "aldi": ModelSpec(
         "aldi",
         ALDIOptions,
-        "coldbrew.models.aldi:build",
+        "coldbrew.models.zoo.aldi:build",
         "recommendation",
         "ALDI (Huang et al. 2023): content student distilled from a warm backbone",
         teacher=True,
@@ -178,7 +178,7 @@ MODELS: dict[str, ModelSpec] = {
     "knn": ModelSpec(
         "knn",
         KNNOptions,
-        "coldbrew.models.content_knn:build",
+        "coldbrew.models.zoo.content_knn:build",
         "recommendation",
         "content KNN: cold items average their content neighbours' backbone vectors",
         teacher=True,
@@ -187,7 +187,7 @@ MODELS: dict[str, ModelSpec] = {
     "ridge": ModelSpec(
         "ridge",
         RidgeOptions,
-        "coldbrew.models.ridge:build",
+        "coldbrew.models.zoo.ridge:build",
         "recommendation",
         "ridge: a closed-form linear map from content to the backbone's item vectors",
         teacher=True,
@@ -196,7 +196,7 @@ MODELS: dict[str, ModelSpec] = {
     "marec": ModelSpec(
         "marec",
         MARecOptions,
-        "coldbrew.models.marec:build",
+        "coldbrew.models.zoo.marec:build",
         "recommendation",
         "MARec (Monteil et al. 2024): closed-form EASE whose cold columns follow content",
         trains=False,
@@ -204,7 +204,7 @@ MODELS: dict[str, ModelSpec] = {
     "bpr": ModelSpec(
         "bpr",
         BPROptions,
-        "coldbrew.models.bpr:build",
+        "coldbrew.models.zoo.bpr:build",
         "recommendation",
         "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
         monitor_group="warm",  # its cold scores are all zero: cold Recall@20 ranks ties

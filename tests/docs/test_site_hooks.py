@@ -26,7 +26,7 @@ def page(uri: str):
 
 
 def test_a_model_table_has_one_row_per_option_with_its_default(hooks):
-    from coldbrew.models.gar_config import GAROptions
+    from coldbrew.models.zoo.gar_config import GAROptions
 
     table = hooks.options_table("gar")
     rows = [line for line in table.splitlines() if line.startswith("| `--")]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.forecast_baselines import (
+from coldbrew.models.forecast.baselines import (
     default_statistical_model,
     median,
     moving_average,

@@ -9,7 +9,7 @@ import pytest
 
 from coldbrew.data.forecast_config import ForecastConfig
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.lstm_config import LSTMConfig
+from coldbrew.models.forecast.lstm_config import LSTMConfig
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_forecast_config_validates(fields, message):
 
 def test_config_module_imports_no_torch():
     # the CLI builds its flags from these dataclasses; importing them must not pull in torch
-    code = "import sys, coldbrew.models.lstm_config; assert 'torch' not in sys.modules"
+    code = "import sys, coldbrew.models.forecast.lstm_config; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

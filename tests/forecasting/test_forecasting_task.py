@@ -12,7 +12,7 @@ import torch
 from coldbrew.data.forecast_config import ForecastConfig
 from coldbrew.data.series import DailySeries, synthetic_series
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.lstm import LSTMForecaster
+from coldbrew.models.forecast.lstm import LSTMForecaster
 from coldbrew.tasks.base import Monitor
 from coldbrew.tasks.forecasting import (
     ForecastingTask,

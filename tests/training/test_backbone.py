@@ -11,7 +11,7 @@ import torch
 
 from coldbrew.data.dataset import Dataset, interactions_to_csr
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.teacher_options import TeacherOptions
+from coldbrew.models.zoo.teacher_options import TeacherOptions
 from coldbrew.training import backbone
 from coldbrew.training.backbone import collaborative_teacher
 

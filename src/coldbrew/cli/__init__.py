@@ -5,6 +5,7 @@ runs, so ``--help`` is instant."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -85,37 +86,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def handler(command: str):
-    from coldbrew.cli import (
-        bench,
-        diagnostics,
-        forecast,
-        leaderboard,
-        recommend,
-        research,
-        runs,
-        serving,
-    )
+# each command's handler, as "module:function" of coldbrew.cli
+HANDLERS = {
+    "train": "runs:run_train",
+    "evaluate": "runs:run_evaluate",
+    "data": "runs:run_data",
+    "search": "research:run_search",
+    "compare": "research:run_compare",
+    "leaderboard": "leaderboard:run",
+    "blend": "leaderboard:run_blend",
+    "forecast": "forecast:run",
+    "recommend": "recommend:run",
+    "export": "serving:run_export",
+    "serve": "serving:run_serve",
+    "bench": "bench:run",
+    "doctor": "diagnostics:run",
+    "profile": "diagnostics:run",
+    "tune": "diagnostics:run",
+    "memory": "diagnostics:run",
+}
 
-    handlers = {
-        "train": runs.run_train,
-        "evaluate": runs.run_evaluate,
-        "data": runs.run_data,
-        "search": research.run_search,
-        "compare": research.run_compare,
-        "leaderboard": leaderboard.run,
-        "blend": leaderboard.run_blend,
-        "forecast": forecast.run,
-        "recommend": recommend.run,
-        "export": serving.run_export,
-        "serve": serving.run_serve,
-        "bench": bench.run,
-        "doctor": diagnostics.run,
-        "profile": diagnostics.run,
-        "tune": diagnostics.run,
-        "memory": diagnostics.run,
-    }
-    return handlers[command]
+
+def handler(command: str):
+    module, _, function = HANDLERS[command].partition(":")
+    return getattr(importlib.import_module(f"coldbrew.cli.{module}"), function)
 
 
 def main(argv: list[str] | None = None) -> int:

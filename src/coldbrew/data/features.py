@@ -12,6 +12,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 
 import torch
 
@@ -202,12 +203,5 @@ def text_embeddings(texts: list[str], options: Mapping[str, object]) -> torch.Te
     model = sentence_model(
         str(options.get("text_encoder", DEFAULT_TEXT_ENCODER)), progress=progress
     )
-    return encode_texts(
-        texts,
-        backbone=model.backbone,
-        pooling=model.pooling,
-        normalize=model.normalize,
-        max_length=model.max_length,
-        batch_size=batch_size,
-        progress=progress,
-    )
+    # the model's backbone, pooling, normalize and max_length, by encode_texts's names
+    return encode_texts(texts, **asdict(model), batch_size=batch_size, progress=progress)

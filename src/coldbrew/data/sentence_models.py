@@ -36,7 +36,8 @@ ACCEPTED = "minilm, mpnet or a sentence-transformers folder"
 
 @dataclass(frozen=True)
 class SentenceModel:
-    """How to run one sentence encoder with ``text_encoder.encode_texts``."""
+    """How to run one sentence encoder with ``text_encoder.encode_texts``: the fields are its
+    keyword arguments of the same names (``encode_texts(texts, **asdict(model))``)."""
 
     backbone: str  # a name text_backbone resolves: a packaged name or the transformer's folder
     pooling: str  # mean, cls or last

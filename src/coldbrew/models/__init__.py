@@ -1,4 +1,6 @@
-"""Models: one file per model (``nn.Module`` + its loss terms), the contract in ``base.py``.
+"""Models: one file per model (``nn.Module`` + its loss terms), grouped by family (CLCRec in
+``clcrec.py``, the cold-start ``zoo/``, the ``lm/`` recommender, ``forecast/``, ``blend.py``),
+and what the families share: the contract in ``base.py``, ``content.py``, ``gather_dot.py``.
 
 Imported lazily so that torch-free modules here (``clcrec_config``) load without torch; the
 registry of names is ``coldbrew.registry``.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from coldbrew.data.dataset import WordIds
 from coldbrew.errors import ColdbrewError
 
 
@@ -53,6 +54,26 @@ class Teacher:
 
 
 @dataclass
+class Catalogue:
+    """What a content model reads first from its dataset: its sizes, the item feature blocks
+    and the cold items (``Catalogue.of(dataset)``)."""
+
+    num_users: int
+    num_items: int
+    features: dict[str, torch.Tensor | WordIds]
+    cold_items: torch.Tensor  # (num_cold,) int64
+
+    @classmethod
+    def of(cls, dataset) -> Catalogue:
+        return cls(
+            dataset.num_users,
+            dataset.num_items,
+            dataset.features,
+            torch.from_numpy(dataset.cold_items),
+        )
+
+
+@dataclass
 class LossOutput:
     """The total loss to minimise and its named terms (device tensors, never read in the step)."""
 
@@ -80,6 +101,13 @@ class Recommender(nn.Module):
     def item_embeddings(self) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def register_cold_mask(self, num_items: int, cold_items: torch.Tensor) -> None:
+        """The buffer ``cold_mask`` ``(num_items,)`` bool, True at ``cold_items``: data, not
+        model state, so it is not saved (``evaluate --data`` reads its own dataset's)."""
+        cold_mask = torch.zeros(num_items, dtype=torch.bool)
+        cold_mask[cold_items.long()] = True
+        self.register_buffer("cold_mask", cold_mask, persistent=False)
+
     @torch.no_grad()
     def score_users(self, users: torch.Tensor) -> torch.Tensor:
         """Scores ``(len(users), num_items)`` for ranking."""
@@ -95,3 +123,13 @@ class Recommender(nn.Module):
             "can: clcrec, knn, ridge, marec, aldi, gar, deepmusic, dropoutnet, heater "
             "(--item-vector) and lm (--item-text)"
         )
+
+
+class NothingToTrain:
+    """Mixin, first among the bases, of the models solved in closed form or by lookup
+    (``ModelSpec.trains`` False: a run evaluates them once): ``forward`` refuses in one line."""
+
+    label = "this model"  # how the refusal names the model
+
+    def forward(self, batch):
+        raise ColdbrewError(f"{self.label} has nothing to train (ModelSpec.trains is False)")

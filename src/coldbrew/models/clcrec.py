@@ -86,9 +86,7 @@ class CLCRec(Recommender):
         self.user_embedding = nn.Parameter(torch.randn(num_users, dim) * std)
         self.item_embedding = nn.Parameter(torch.randn(num_items, dim) * std)
         self.encoder = ContentEncoder(features, num_items, dim, hidden)
-        cold_mask = torch.zeros(num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
+        self.register_cold_mask(num_items, cold_items)
         self.neighbors, self.neighbor_weight = neighbors, neighbor_weight
         self.neighbor_temp, self.neighbor_negatives = neighbor_temp, neighbor_negatives
 
@@ -223,20 +221,10 @@ def build(dataset: Dataset, config) -> CLCRec:
         # data preparation: done for real even while coldbrew memory traces on fake tensors
         with unset_fake_temporarily():
             neighbors = NeighborGraph.from_interactions(dataset.train, progress=not config.quiet)
-    model = CLCRec.from_dataset(
-        dataset,
-        dim=options.dim,
-        hidden=options.hidden,
-        reg_weight=options.reg_weight,
-        lr_lambda=options.lr_lambda,
-        temp_value=options.temp_value,
-        num_sample=options.num_sample,
-        mix_mode=options.mix_mode,
-        neighbors=neighbors,
-        neighbor_weight=options.neighbor_weight,
-        neighbor_temp=options.neighbor_temp,
-        neighbor_negatives=options.neighbor_negatives,
-    )
+    names = ["dim", "hidden", "reg_weight", "lr_lambda", "temp_value", "num_sample", "mix_mode"]
+    names += ["neighbor_weight", "neighbor_temp", "neighbor_negatives"]
+    values = {name: getattr(options, name) for name in names}  # the options of that name
+    model = CLCRec.from_dataset(dataset, neighbors=neighbors, **values)
     if config.protocol == "original" and model.encoder.word_table is not None:
         # the original wraps its word-table mean in torch.tensor(...), a detached copy: the
         # table keeps its initial values

@@ -32,6 +32,21 @@ def dense_blocks(
     }
 
 
+def content_matrix(
+    features: dict[str, torch.Tensor | WordIds], what: str
+) -> tuple[torch.Tensor, list[int]]:
+    """Every dense block of ``features`` row-normalised (``dense_blocks``) and joined,
+    ``(items, F)``, with the blocks' widths: what the models that compare or map raw content
+    read (``what``: how the model's error says it uses them)."""
+    blocks = dense_blocks(features)
+    if not blocks:
+        raise ColdbrewError(
+            f"{what} dense item feature blocks; none were loaded "
+            "(--features names them; word-id text needs a trained model)"
+        )
+    return torch.cat(list(blocks.values()), dim=1), [block.shape[1] for block in blocks.values()]
+
+
 def new_item_features(
     model: str, texts: list[str] | None, features: torch.Tensor | None
 ) -> torch.Tensor:

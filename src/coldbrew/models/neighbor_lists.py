@@ -122,14 +122,7 @@ def top_neighbors(
     )
     ids = np.zeros((num_users, keep), dtype=np.int64)
     lengths = np.zeros(num_users, dtype=np.int64)
-    bar = tqdm(
-        total=num_users,
-        unit="user",
-        unit_scale=True,
-        desc="neighbors",
-        disable=not bars_shown(progress),
-        leave=False,
-    )
+    bar = users_bar(num_users, "neighbors", progress)
     for start in range(0, num_users, chunk):
         stop = min(num_users, start + chunk)
         counts = int8_products(
@@ -142,6 +135,14 @@ def top_neighbors(
         bar.update(stop - start)
     bar.close()
     return PaddedLists(ids, lengths)
+
+
+def users_bar(num_users: int, desc: str, progress: bool) -> tqdm:
+    """The progress bar of a pass over every user, in chunks (closed by the caller)."""
+    disable = not bars_shown(progress)
+    return tqdm(
+        total=num_users, unit="user", unit_scale=True, desc=desc, disable=disable, leave=False
+    )
 
 
 def selection_matrix(lists: PaddedLists, use: int, num_columns: int) -> sp.csr_matrix:
@@ -173,14 +174,7 @@ def common_items(
     key_buffer = torch.empty(chunk, num_items, dtype=key_dtype(use, num_items))
     ids = np.zeros((num_users, keep), dtype=np.int64)
     lengths = np.zeros(num_users, dtype=np.int64)
-    bar = tqdm(
-        total=num_users,
-        unit="user",
-        unit_scale=True,
-        desc="common items",
-        disable=not bars_shown(progress),
-        leave=False,
-    )
+    bar = users_bar(num_users, "common items", progress)
     for start in range(0, num_users, chunk):
         stop = min(num_users, start + chunk)
         counts = counts_buffer[: stop - start].zero_()  # (c, I) used neighbors having each item

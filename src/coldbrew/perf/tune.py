@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -85,22 +86,30 @@ def measure(trainer, batch: int, seconds: float, seed: int) -> Candidate:
 
 
 # ---------------------------------------------------------------------- the searches
+def grow(
+    trainer, start: int, deadline: Deadline, seconds: float, seed: int, following: Callable
+) -> list[Candidate]:
+    """Measure ``start``, then each batch ``following(tried, batch)`` names after the last
+    measured ``batch``, until it names None or the budget cannot time another."""
+    tried: list[Candidate] = []
+    batch = start
+    while batch is not None and deadline.left() > seconds:
+        tried.append(measure(trainer, batch, seconds, seed))
+        batch = following(tried, batch)
+    return tried
+
+
 def search_gpu(
     trainer, start: int, cap: int, deadline: Deadline, seconds: float, seed: int
 ) -> list[Candidate]:
     """Grow x2 until out of memory (or the cap), then bisect: the largest batch that fits."""
-    tried: list[Candidate] = []
-    batch = start
-    while deadline.left() > seconds:
-        tried.append(measure(trainer, batch, seconds, seed))
-        if not tried[-1].fits:
-            if batch == start and batch > 1 and not any(c.fits for c in tried):
-                batch, start = batch // 2, batch // 2  # even the given batch fails: go down
-                continue
-            break
-        if batch >= cap:
-            return tried
-        batch = min(2 * batch, cap)
+
+    def following(tried: list[Candidate], batch: int) -> int | None:
+        if not tried[-1].fits:  # even the given batch fails: go down; else stop growing
+            return batch // 2 if batch > 1 and not any(c.fits for c in tried) else None
+        return None if batch >= cap else min(2 * batch, cap)
+
+    tried = grow(trainer, start, deadline, seconds, seed, following)
     fits = [c.batch_size for c in tried if c.fits]
     fails = [c.batch_size for c in tried if not c.fits and c.batch_size > max(fits, default=0)]
     if not fits or not fails:
@@ -117,19 +126,17 @@ def search_cpu(
     trainer, start: int, cap: int, deadline: Deadline, seconds: float, seed: int
 ) -> list[Candidate]:
     """Grow x2 while samples/s gains at least 5% and the next batch's measured memory fits in RAM."""
-    tried: list[Candidate] = []
-    batch = start
-    while deadline.left() > seconds:
-        tried.append(measure(trainer, batch, seconds, seed))
+
+    def following(tried: list[Candidate], batch: int) -> int | None:
         if (
             len(tried) > 1
             and tried[-1].samples_per_second < (1 + GAIN) * tried[-2].samples_per_second
         ):
             tried[-1].note = f"gain under {GAIN:.0%}: stop growing"
-            break
+            return None
         following = min(2 * batch, cap)
         if following == batch:
-            break
+            return None
         per_sample = max((c.bytes_per_sample or 0.0) for c in tried)
         available = host_memory()["available_bytes"]
         if available is not None and per_sample * following > RAM_FRACTION * available:
@@ -137,9 +144,10 @@ def search_cpu(
                 f"batch {following} would need ~{per_sample * following / 2**30:.1f} GiB "
                 f"of {available / 2**30:.1f} GiB available: stop growing"
             )
-            break
-        batch = following
-    return tried
+            return None
+        return following
+
+    return grow(trainer, start, deadline, seconds, seed, following)
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:

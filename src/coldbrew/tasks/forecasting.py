@@ -28,7 +28,7 @@ from coldbrew.data.windows import TimeSplit, all_windows, gather_windows, sample
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.forecast_metrics import Metrics, forecast_metrics, seasonal_scale
 from coldbrew.models.base import ForecastBatch
-from coldbrew.models.forecast_baselines import (
+from coldbrew.models.forecast.baselines import (
     SIMPLE_BASELINES,
     STATISTICAL_MODELS,
     default_statistical_model,

@@ -7,7 +7,7 @@ options inherit it): ``backbone`` picks
 
 * ``als`` (the default): the ``implicit`` package's alternating least squares (the ``zoo``
   extra), ``backbone_epochs`` sweeps on the user x warm-item matrix, so cold items take no part;
-* ``bpr``: the registered ``bpr`` model (``coldbrew.models.bpr``), trained on the CPU by the one
+* ``bpr``: the registered ``bpr`` model (``coldbrew.models.zoo.bpr``), trained on the CPU by the one
   loop (``Trainer.train_epoch``) for ``backbone_epochs`` epochs, without evaluation.
 
 Both train on the CPU whatever device the zoo model then uses. Which is faster at equal warm

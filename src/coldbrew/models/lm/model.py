@@ -102,9 +102,7 @@ class LMRecommender(Recommender):
         joined = [block.float() for block in blocks.values()] or [torch.zeros(self.num_items, 0)]
         self.register_buffer("item_features", torch.cat(joined, dim=1), persistent=False)  # data
         width += self.item_features.shape[1]
-        cold_mask = torch.zeros(self.num_items, dtype=torch.bool)
-        cold_mask[cold_items.long()] = True
-        self.register_buffer("cold_mask", cold_mask, persistent=False)
+        self.register_cold_mask(self.num_items, cold_items)
         self.register_buffer("user_features", user_features.float(), persistent=False)
         self.user_id = nn.Embedding(num_users, config.dim)
         self.item_id = nn.Embedding(self.num_items, config.dim)
