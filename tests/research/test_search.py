@@ -162,3 +162,36 @@ def test_a_model_that_trains_nothing_is_never_pruned(tmp_path):
     assert [row["state"] for row in result["rows"]] == ["complete"] * 3
     assert min(values[1:]) < values[0]  # the median pruner would have stopped one of them
     assert all((out / f"trial-{n:03d}" / "results.json").exists() for n in range(3))
+
+
+def test_a_new_study_first_trains_its_starting_settings(tmp_path):
+    # lr 0.05 is the preset's value and inside the range: trial 0 trains it; dim 7 is outside
+    # its choices, so trial 0 draws it like any other trial
+    require("optuna")
+    base = {**BASE, "lr": GOOD, "dim": 7, "epochs": 1}
+    space = parse_space(
+        {"lr": {"log_uniform": [1e-3, 0.1]}, "dim": {"categorical": [8, 16]}}, (base,)
+    )
+    lines: list[str] = []
+    options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}
+    result = search((base,), space, tmp_path / "study", trials=2, log=lines.append, **options)
+
+    first, second = (row["params"] for row in result["rows"])
+    assert first["lr"] == GOOD and first["dim"] in (8, 16)
+    assert second["lr"] != GOOD
+    assert "trial 0 trains the starting settings (lr=0.05)" in lines
+
+
+def test_dimensions_know_what_they_can_draw():
+    space = parse_space(
+        {
+            "lr": {"log_uniform": [1e-3, 0.1]},
+            "epochs": {"int": [1, 4]},
+            "dim": {"categorical": [8, 16]},
+        },
+        (BASE,),
+    )
+    lr, epochs, dim = (space.dimensions[name] for name in ("lr", "epochs", "dim"))
+    assert lr.contains(0.1) and not lr.contains(0.2) and not lr.contains(None)
+    assert epochs.contains(3) and not epochs.contains(2.5) and not epochs.contains(5)
+    assert dim.contains(16) and not dim.contains(32)

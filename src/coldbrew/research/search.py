@@ -190,6 +190,24 @@ def retry_callback():
         return (callback or optuna.storages.RetryFailedTrialCallback)(max_retry=MAX_RETRIES)
 
 
+def enqueue_starting_point(study, base: TrainConfig, space: SearchSpace, log) -> None:
+    """A new study's first trial trains the settings the search starts from (the defaults and
+    the presets given), where the space can draw them: the study's best is then never worse, on
+    the select half, than not searching at all. A value outside its dimension is drawn."""
+    from coldbrew.training.run import flat_settings
+
+    settings = flat_settings(base)
+    start = {
+        name: settings[name]
+        for name, dimension in space.dimensions.items()
+        if dimension.contains(settings.get(name))
+    }
+    if start:
+        study.enqueue_trial(start)
+        shown = ", ".join(f"{name}={value}" for name, value in start.items())
+        log(f"trial 0 trains the starting settings ({shown})")
+
+
 def finished_trials(study) -> int:
     """Trials that count towards ``trials``: complete, pruned or failed, not interrupted."""
     from optuna.trial import TrialState
@@ -233,6 +251,8 @@ def search(
         settings = search_settings(base, space, seeds)
         study = open_study(out, direction, settings, startup_trials, warmup_epochs, base.seed)
         retry_interrupted(study, log)
+        if not study.trials:
+            enqueue_starting_point(study, base, space, log)
         remaining = trials - finished_trials(study)
         if remaining > 0:
             log(f"study {out}: {remaining} trial(s) to run, {direction} val {monitor.key}")

@@ -50,6 +50,16 @@ class Dimension:
         log = self.kind == "log_uniform"
         return trial.suggest_float(self.name, self.low, self.high, step=self.step, log=log)
 
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` is one this dimension can draw (a choice, or inside the range)."""
+        if self.kind == "categorical":
+            return value in self.choices
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind == "int" and value != int(value):
+            return False
+        return self.low <= value <= self.high
+
     def ends(self) -> list[Any]:
         """Values that must be valid settings: both ends of a range, or every choice."""
         if self.kind == "categorical":
