@@ -255,3 +255,24 @@ def test_a_yaml_file_that_is_not_text_is_one_line(tmp_path):
     path.write_bytes(b"\xff\xfe\x00epochs")
     with pytest.raises(ColdbrewError, match="is not UTF-8 text"):
         load_yaml(path)
+
+
+def test_a_models_section_may_hold_its_own_run_options():
+    # a board's preset: deepmusic trains 3 epochs at lr 0.002, the others keep the flat lr
+    preset = {"lr": 0.01, "epochs": 9, "deepmusic": {"lr": 0.002, "epochs": 3, "hidden": 512}}
+    deepmusic = make_config(preset, {"model": "deepmusic"})
+    gar = make_config(preset, {"model": "gar"})
+    assert (deepmusic.lr, deepmusic.epochs, deepmusic.model_options.hidden) == (0.002, 3, 512)
+    assert (gar.lr, gar.epochs) == (0.01, 9)
+    # the section wins over the same layer's flat key whatever their order; a later layer wins
+    # over both
+    reordered = {"deepmusic": {"lr": 0.002}, "lr": 0.01, "model": "deepmusic"}
+    assert make_config(reordered).lr == 0.002
+    assert make_config(preset, {"model": "deepmusic", "lr": 0.5}).lr == 0.5
+
+
+@pytest.mark.parametrize("key", ["data", "seed", "text_encoder", "report_share"])
+def test_a_models_section_may_not_set_what_models_share(key):
+    value = {"data": "ml-100k", "seed": 2, "text_encoder": "mpnet", "report_share": 0.3}[key]
+    with pytest.raises(ColdbrewError, match=f"deepmusic: '{key}' is shared by every model"):
+        make_config({"model": "deepmusic", "deepmusic": {key: value}})

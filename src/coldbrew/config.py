@@ -280,6 +280,14 @@ class Flags(dict):
 BOARD_SECTION = "leaderboard"
 
 
+# run options a model's section may not set: a leaderboard's models share them (one data load,
+# one selection split, one seed per row)
+SHARED_BY_MODELS = frozenset(
+    {"data", "features", "text_encoder", "seed", "protocol", "report_share", "selection_seed"}
+    | {"trust_pickle", "has_v", "has_a", "has_t"}
+)
+
+
 def make_config(*layers: dict[str, Any]) -> TrainConfig:
     """Merge dicts (later wins) over the defaults; unknown keys and wrong types are an error.
 
@@ -305,7 +313,8 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
     notes: list[str] = []
     for layer in layers:
         from_text = isinstance(layer, Flags)
-        for key, value in layer.items():
+        # a model's section is read after the layer's flat keys: the more specific value wins
+        for key, value in sorted(layer.items(), key=lambda item: canonical_key(item[0]) in MODELS):
             name = canonical_key(key)
             if name == "model":
                 continue
@@ -318,6 +327,18 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
                             f"option {key!r}: expected a mapping of {name}'s options"
                         )
                     for inner, inner_value in value.items():
+                        inner_name = canonical_key(inner)
+                        if inner_name in FIELDS and inner_name not in section_types:
+                            # a run option for this model only (a board's per-model lr, epochs)
+                            if inner_name in SHARED_BY_MODELS:
+                                raise ColdbrewError(
+                                    f"{name}: {inner!r} is shared by every model of a run or "
+                                    "board; write it flat, outside the model's section"
+                                )
+                            run_values[inner_name] = coerce(
+                                inner_name, inner_value, run_types[inner_name], from_text=from_text
+                            )
+                            continue
                         _put_section(
                             inner, inner_value, model, section_types, section_values, from_text
                         )
