@@ -68,7 +68,7 @@ class Catalogue:
         self.cold = cold.tolist()
         self.titles = short_titles(self.vectors.item_text)
         self.lean_fields = item_fields(self.item_ids, self.cold, self.titles)
-        self.text_fields: list[str] | None = None
+        self.text_fields: list[tuple[str, str]] | None = None  # made when first asked for
         self.top: TopLists | None = None  # each user's best items, when cached
         self.added_vectors = torch.zeros(0, self.items.shape[1])  # (A, D), replaced on add
         self.add_lock = threading.Lock()
