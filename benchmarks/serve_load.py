@@ -3,13 +3,17 @@
     python benchmarks/serve_load.py users --run runs/ml1m            # GET /users/{id}/items?k=20
     python benchmarks/serve_load.py new-items --run runs/ml1m        # POST /items/score, text
     python benchmarks/serve_load.py synthetic --items 1000000         # 1M items, HNSW export
+    python benchmarks/serve_load.py synthetic --items 1000000 --keep /tmp/syn1m  # kept: then
+    python benchmarks/serve_load.py users --run /tmp/syn1m            # serves it again
 
 ``users``: wrk, 16 connections, 2 threads, 10 s, a random user per request; prints requests/s,
 p99 and the non-2xx / socket-error counts. ``new-items``: one client, 200 new items from text
 (distinct texts, so nothing is cached), p50/p99 of the round trip. ``synthetic``: clustered
 random vectors (64 wide), an HNSW export, recall@20 of the index against exact scoring over
-500 users, then the ``users`` load test against it. The server runs in a subprocess on a free
-port of 127.0.0.1 and is stopped at the end. BENCHMARKS.md holds the figures.
+500 users (at the served efSearch and a few others), then the ``users`` load test against it.
+The server runs in a subprocess on a free port of 127.0.0.1 and is stopped at the end; its CPU
+seconds per request (``/proc/PID/stat``) are printed beside wrk's figures, a measure that a
+busy machine disturbs less than requests/s. BENCHMARKS.md holds the figures.
 """
 
 from __future__ import annotations
@@ -51,6 +55,12 @@ def start_server(source: str, port: int, *extra: str) -> subprocess.Popen:
             time.sleep(0.5)
     server.terminate()
     sys.exit("the server did not start in 600 s")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def user_ids(export: Path, count: int = 2000) -> list[int]:
@@ -157,12 +167,19 @@ def synthetic_export(out: Path, items: int, users: int, dim: int, seed: int) -> 
         train_indices=np.zeros(0, np.int64),
     )
     started = time.perf_counter()
-    index = build_index(item_vectors, "hnsw")
+    index = build_index(item_vectors, "hnsw", progress=True)
     build_seconds = time.perf_counter() - started
     probe = user_vectors[:500]
-    _, found = index.search(probe, 20)
     exact = np.argpartition(-(probe @ item_vectors.T), 20, axis=1)[:, :20]
-    recall = np.mean([len(set(a) & set(b)) / 20 for a, b in zip(found, exact, strict=True)])
+    served_depth = index.hnsw.efSearch
+    recall = {}
+    for depth in sorted({32, 64, 128, 256, served_depth}):
+        index.hnsw.efSearch = depth
+        _, found = index.search(probe, 20)
+        recall[depth] = float(
+            np.mean([len(set(a) & set(b)) / 20 for a, b in zip(found, exact, strict=True)])
+        )
+    index.hnsw.efSearch = served_depth
     manifest = {
         "model": "synthetic",
         "data": {"name": f"synthetic {items} items"},
@@ -174,7 +191,10 @@ def synthetic_export(out: Path, items: int, users: int, dim: int, seed: int) -> 
         "items": items,
         "users": users,
         "dim": dim,
-        "recall_at_20": float(recall),
+        "hnsw": {"M": index.hnsw.nb_neighbors(1), "efConstruction": index.hnsw.efConstruction},
+        "served_efSearch": served_depth,
+        "recall_at_20": recall[served_depth],
+        "recall_at_20_by_efSearch": recall,
         "hnsw_build_seconds": build_seconds,
     }
 
@@ -191,6 +211,7 @@ def main() -> None:
     parser.add_argument("--genres", type=int, default=19, help="genre flags sent with the text")
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--keep", type=Path, help="synthetic: write the export here and keep it")
     args = parser.parse_args()
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     result: dict = {"test": args.test, "loadavg_before": load}
@@ -201,6 +222,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="coldbrew-serve-bench-"))
     source = folder / "export"
     if args.test == "synthetic":
+        source = args.keep or source
         result.update(synthetic_export(source, args.items, args.users, 64, seed=1))
     elif args.run is None:
         sys.exit("--run is needed for the users and new-items tests")
@@ -215,7 +237,10 @@ def main() -> None:
             result.update(new_items(port, args.count, args.genres))
         else:
             rows = user_ids(source)
+            cpu = cpu_seconds(server.pid)
             result.update(wrk_users(port, rows, args.seconds, args.connections))
+            spent = cpu_seconds(server.pid) - cpu
+            result["server_cpu_ms_per_request"] = 1e3 * spent / max(result["requests"], 1)
     finally:
         server.terminate()
         server.wait(timeout=30)

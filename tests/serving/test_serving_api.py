@@ -47,7 +47,7 @@ def export(run, tmp_path_factory):
 def test_a_users_served_items_are_coldbrew_recommends(served, loaded):
     client, _ = served
     for user in (0, 3, 17, 250, 499):
-        for k in (1, 20, 100):
+        for k in (1, 20, 100, 150):  # 150: beyond the lists cached at load, ranked live
             answer = client.get(f"/users/{user}/items", params={"k": k})
             assert answer.status_code == 200
             expected = loaded.recommend(user=user, k=k)
@@ -96,7 +96,10 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
     assert new_id not in dataset.item_ids if dataset.item_ids is not None else new_id >= 300
     top = client.get(f"/users/{user}/items", params={"k": 5}).json()["items"]
     mine = [r for r in top if r["item"] == new_id]
-    assert mine and mine[0]["added"] and mine[0]["cold"] and mine[0]["text"] == "a copy"
+    assert mine and mine[0]["added"] and mine[0]["cold"] and mine[0]["title"] == "a copy"
+    assert "text" not in mine[0]  # the lean answer: whole texts only with ?fields=text
+    top = client.get(f"/users/{user}/items", params={"k": 5, "fields": "text"}).json()["items"]
+    assert [r["text"] for r in top if r["item"] == new_id] == ["a copy"]
     assert mine[0]["score"] == pytest.approx(best["score"], abs=1e-5)
     assert {"item": new_id, "text": "a copy"} in client.get("/items/added").json()
     assert (
@@ -118,6 +121,7 @@ BIG = "x" * 20_001
         ("GET", "/users/3/items?k=100000", None, 422, "more than the"),
         ("GET", "/users/3/items?k=ten", None, 422, "k must be an integer"),
         ("GET", "/users/3/items?k=1.5", None, 422, "k must be an integer"),
+        ("GET", "/users/3/items?fields=plot", None, 422, "unknown field 'plot'"),
         ("POST", "/items/score", {"features": [1.0, 2.0]}, 422, "expected 32"),
         ("POST", "/items/score", b'{"features": [NaN]}', 422, "NaN or infinite"),
         ("POST", "/items/score", b'{"features": [Infinity, 1]}', 422, "NaN or infinite"),

@@ -15,7 +15,8 @@ versions, feature blocks, text encoder). docs/serving.md describes the files."""
 
 SERVE_EXAMPLES = """Examples:
   coldbrew serve --run runs/ml1m
-  curl 'localhost:8000/users/42/items?k=10'
+  curl 'localhost:8000/users/42/items?k=10'               # ids, scores, titles
+  curl 'localhost:8000/users/42/items?k=10&fields=text'   # and each item's whole text
   curl -X POST localhost:8000/items/score -H 'content-type: application/json' \\
        -d '{"text": "Heat (1995). Genres: Action, Crime, Thriller.", "features": [...], "k": 20}'
   coldbrew serve --run exports/ml1m-hnsw --port 8100

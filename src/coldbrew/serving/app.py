@@ -14,7 +14,7 @@ import logging
 import math
 from pathlib import Path
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from starlette.exceptions import HTTPException
@@ -75,6 +75,35 @@ def parse_k(value: str) -> int:
         return int(value)
     except ValueError:
         raise BadRequest(f"k must be an integer, not {value[:40]!r}", 422) from None
+
+
+ITEM_FIELDS = ("text",)  # what ?fields= may add to an item's rank, id, score, cold and title
+ITEMS_PARAMETERS = [
+    {"name": "user", "in": "path", "required": True, "schema": {"type": "integer"}},
+    {
+        "name": "k",
+        "in": "query",
+        "description": "how many items",
+        "schema": {"type": "integer", "default": 20, "minimum": 1},
+    },
+    {
+        "name": "fields",
+        "in": "query",
+        "description": "more fields of each item, comma-separated: text (the item's whole text)",
+        "schema": {"type": "string", "default": ""},
+    },
+]
+
+
+def parse_fields(value: str) -> bool:
+    """``?fields=text``: whether the items' whole texts are wanted."""
+    wanted = {field.strip() for field in value.split(",") if field.strip()}
+    unknown = sorted(wanted - set(ITEM_FIELDS))
+    if unknown:
+        raise BadRequest(
+            f"unknown field {unknown[0][:40]!r}: fields may name {', '.join(ITEM_FIELDS)}", 422
+        )
+    return "text" in wanted
 
 
 def parse_user(value: str) -> int:
@@ -139,11 +168,19 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
             {**catalogue.info, "served": catalogue.summary(), "reloads": holder.reloads}
         )
 
-    @app.get("/users/{user}/items", summary="a user's top items (training items left out)")
-    async def items_for(user: str, k: str = Query("20", description="how many items")):
+    @app.get(
+        "/users/{user}/items",
+        summary="a user's top items (training items left out)",
+        openapi_extra={"parameters": ITEMS_PARAMETERS},
+    )
+    async def items_for(request: Request):
+        # parameters read by hand (documented by ITEMS_PARAMETERS): FastAPI's validation of
+        # three of them cost as much CPU as the ranking on the hot path
         catalogue = holder.catalogue  # this request's snapshot, whatever a reload does
-        rows = catalogue.items_for(parse_user(user), parse_k(k))
-        return json_response({"user": int(user), "items": rows})
+        query = request.query_params
+        text = parse_fields(query.get("fields", ""))
+        user, k = parse_user(request.path_params["user"]), parse_k(query.get("k", "20"))
+        return Response(catalogue.items_json(user, k, text=text), media_type="application/json")
 
     @app.post(
         "/items/score",

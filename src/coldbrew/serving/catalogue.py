@@ -2,8 +2,10 @@
 serving, and the rankings the endpoints return.
 
 A user's list is ranked exactly as ``coldbrew.recommend`` ranks it (the same product of the
-same vectors, the same tie order through ``top_by_score_then_key``), unless a faiss index
-serves it (approximate). Added items are scored exactly and joined to either.
+same vectors, the same tie order as ``top_by_score_then_key``, found by ``top_with_ties``
+without sorting the catalogue), unless a faiss index serves it (approximate; the user's
+training items are filtered out inside the search). Added items are scored exactly and joined
+to either.
 """
 
 from __future__ import annotations
@@ -19,9 +21,23 @@ import torch
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.recommend import key_order, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
+from coldbrew.serving.index import search
 from coldbrew.serving.new_items import BadRequest, NewItemEncoder
+from coldbrew.serving.ranking import (
+    ItemFields,
+    TopLists,
+    added_fields,
+    item_fields,
+    render_items,
+    rotated_keys,
+    short_title,
+    short_titles,
+    top_with_ties,
+)
 
 MAX_K = 10_000  # the longest list one request may ask for
+TOP_CACHED = 100  # each user's best items kept at load (exact scoring): k <= 100 reads them
+CACHE_SCORES = 1 << 27  # ... when users x items is at most this many scores to compute
 
 
 @dataclass
@@ -47,86 +63,134 @@ class Catalogue:
         self.user_row = {int(u): row for row, u in enumerate(self.vectors.user_ids.tolist())}
         self.item_ids = self.vectors.item_ids.tolist()
         self.known_items = set(self.item_ids)
-        self.cold = np.zeros(len(self.item_ids), dtype=bool)
-        self.cold[self.vectors.cold_items] = True
+        cold = np.zeros(len(self.item_ids), dtype=bool)
+        cold[self.vectors.cold_items] = True
+        self.cold = cold.tolist()
+        self.titles = short_titles(self.vectors.item_text)
+        self.lean_fields = item_fields(self.item_ids, self.cold, self.titles)
+        self.text_fields: list[tuple[str, str]] | None = None  # made when first asked for
+        self.top: TopLists | None = None  # each user's best items, when cached
         self.added_vectors = torch.zeros(0, self.items.shape[1])  # (A, D), replaced on add
         self.add_lock = threading.Lock()
         # the evaluator's tie order: each user rotates one permutation of the item ids
-        self.item_keys = torch.from_numpy(tie_keys(len(self.item_ids)))
-        self.user_shifts = tie_shifts(len(self.users), len(self.item_ids))
-        self.item_order = key_order(len(self.item_ids))  # item rows by key, before rotation
+        self.item_keys = tie_keys(len(self.item_ids))
+        self.user_shifts = tie_shifts(len(self.users), len(self.item_ids)).tolist()
         self.user_order = key_order(len(self.users))  # users of a new item: no rotation
         self.loaded_at = time.time()
 
     # ------------------------------------------------------------------ users' lists
-    def items_for(self, user: int, k: int) -> list[dict]:
+    def items_for(self, user: int, k: int, *, text: bool = False) -> list[dict]:
+        """User ``user``'s (the data's id) top ``k``: ``rank``, ``item``, ``score``, ``cold``,
+        ``title`` (when items have texts), ``added`` (items added while serving), and with
+        ``text`` the item's whole text."""
+        values, positions = self.ranked(user, k)
+        return [
+            self._item_row(rank, score, item, text)
+            for rank, (score, item) in enumerate(
+                zip(values.tolist(), positions.tolist(), strict=True)
+            )
+        ]
+
+    def items_json(self, user: int, k: int, *, text: bool = False) -> str:
+        """``{"user": user, "items": items_for(user, k, text=text)}`` as JSON text, written
+        from each item's JSON fields made at load (the request path's answer)."""
+        values, positions = self.ranked(user, k)
+        return render_items(user, values, positions, self._fields(text))
+
+    def ranked(self, user: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The scores and rows (catalogue rows, then ``base + j`` for the j-th added item) of
+        user ``user``'s top ``k``, best first, equal scores in the user's tie-key order."""
         row = self.user_row.get(user)
         if row is None:
             raise BadRequest(f"user {user} is not in the data", 404)
         added = self.added_vectors  # one snapshot for this request
-        total = len(self.item_ids) + len(added)
-        check_k(k, total, "items")
-        vectors = self.vectors
-        seen = vectors.train_indices[vectors.train_indptr[row] : vectors.train_indptr[row + 1]]
-        wanted = min(k, total - len(seen))
-        if self.index is not None:
-            values, rows = self._indexed(row, seen, added, wanted)
+        base = len(self.item_ids)
+        check_k(k, base + len(added), "items")
+        seen = self._seen(row)
+        wanted = min(k, base + len(added) - len(seen))
+        from_catalogue = min(wanted, base - len(seen))
+        ordered = True  # the catalogue's candidates are in rank order, ties included
+        if self.top is not None and k <= self.top.rows.shape[1]:
+            count = self.top.counts[row]
+            scores, positions = self.top.values[row, :count], self.top.rows[row, :count]
+        elif self.index is not None:
+            query = self.users[row : row + 1].numpy()
+            hits, rows = search(self.index, query, from_catalogue, seen)
+            keep = rows[0] >= 0
+            scores, positions, ordered = hits[0][keep], rows[0][keep].astype(np.int64), False
         else:
-            scores = (self.users[row : row + 1] @ self.items.T)[0]  # as score_users computes
-            if len(added):
-                scores = torch.cat([scores, added @ self.users[row]])
-            scores[torch.from_numpy(seen)] = -torch.inf
-            values, rows = top_by_score_then_key(scores, wanted, order=self._item_order(row))
-        return [
-            self._item_row(rank, score, item)
-            for rank, (score, item) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
-        ]
-
-    def _indexed(self, row: int, seen: np.ndarray, added: torch.Tensor, wanted: int):
-        """The index's best ``wanted`` unseen items joined with the added items' exact scores."""
-        query = self.users[row : row + 1].numpy()
-        depth = min(wanted + len(seen), len(self.item_ids))
-        scores, rows = self.index.search(query, depth)
-        keep = (rows[0] >= 0) & ~np.isin(rows[0], seen)
-        values = torch.from_numpy(scores[0][keep].astype(np.float32))
-        ids = torch.from_numpy(rows[0][keep].astype(np.int64))
+            scores, positions = self._exact_top(row, seen, from_catalogue)
         if len(added):
-            values = torch.cat([values, added @ self.users[row]])
-            extra = torch.arange(len(added)) + len(self.item_ids)
-            ids = torch.cat([ids, extra])
-        base = len(self.item_ids)
-        keys = torch.where(  # added items rank after the catalogue's equal scores, in order
-            ids < base,
-            (self.item_keys[ids.clamp(max=base - 1)] + int(self.user_shifts[row])) % base,
-            ids,
+            scores = np.concatenate([scores, (added @ self.users[row]).numpy()])
+            positions = np.concatenate([positions, np.arange(base, base + len(added))])
+            ordered = False
+        if ordered:
+            return scores[:wanted], positions[:wanted]
+        shift, keys = self.user_shifts[row], self.item_keys
+        values, at = top_with_ties(
+            scores, wanted, lambda at: rotated_keys(positions[at], keys, shift, base)
         )
-        order = np.lexsort((keys.numpy(), -values.numpy()))[:wanted]  # score, then tie key
-        return values[order], ids[order]
+        return values, positions[at]
 
-    def _item_order(self, row: int) -> torch.Tensor:
-        """Item rows (the catalogue's, then the added ones) in user ``row``'s tie order."""
+    def _seen(self, row: int) -> np.ndarray:
+        vectors = self.vectors
+        return vectors.train_indices[vectors.train_indptr[row] : vectors.train_indptr[row + 1]]
+
+    def _exact_top(self, row: int, seen: np.ndarray, count: int):
+        """The ``count`` best catalogue rows but ``seen``, scored as ``coldbrew.recommend``
+        scores them (one user's row times the items, in torch)."""
+        scores = (self.users[row : row + 1] @ self.items.T)[0].numpy()  # as score_users does
+        scores[seen] = -np.inf
+        shift, keys, base = self.user_shifts[row], self.item_keys, len(self.item_ids)
+        return top_with_ties(scores, count, lambda at: rotated_keys(at, keys, shift, base))
+
+    def cache_top_lists(self, depth: int = TOP_CACHED) -> None:
+        """Each user's ``depth`` best catalogue items, computed now (as a request would), so
+        that a request for ``k <= depth`` only joins the added items to them."""
         base = len(self.item_ids)
-        # rotating the keys by s rotates the key order: the item of rotated key 0 has key n - s
-        start = (base - int(self.user_shifts[row])) % base
-        rotated = torch.roll(self.item_order, -start)
-        return torch.cat([rotated, torch.arange(base, base + len(self.added_vectors))])
+        depth = min(depth, base, MAX_K)
+        values = np.zeros((len(self.users), depth), np.float32)
+        rows = np.zeros((len(self.users), depth), np.int64)
+        counts = np.zeros(len(self.users), np.int64)
+        for row in range(len(self.users)):
+            seen = self._seen(row)
+            found_values, found = self._exact_top(row, seen, min(depth, base - len(seen)))
+            counts[row] = len(found)
+            values[row, : len(found)], rows[row, : len(found)] = found_values, found
+        self.top = TopLists(values, rows, counts)
 
-    def _item_row(self, rank: int, score: float, item: int) -> dict:
+    def _fields(self, text: bool) -> ItemFields:
+        if text and self.vectors.item_text is not None:
+            if self.text_fields is None:  # made on the first request that asks for texts
+                self.text_fields = item_fields(
+                    self.item_ids, self.cold, self.titles, self.vectors.item_text
+                )
+            catalogue = self.text_fields
+        else:
+            catalogue = self.lean_fields
+        added = self.added
+
+        def added_item(j: int):
+            return added_fields(added[j].id, added[j].text, text)
+
+        return ItemFields(catalogue, added_item)
+
+    def _item_row(self, rank: int, score: float, item: int, text: bool) -> dict:
         base = len(self.item_ids)
         if item < base:
-            row = {
-                "rank": rank + 1,
-                "item": self.item_ids[item],
-                "score": score,
-                "cold": bool(self.cold[item]),
-            }
-            if self.vectors.item_text is not None:
-                row["text"] = self.vectors.item_text[item]
+            row = {"rank": rank + 1, "item": self.item_ids[item], "score": score}
+            row["cold"] = self.cold[item]
+            if self.titles is not None:
+                row["title"] = self.titles[item]
+                if text:
+                    row["text"] = self.vectors.item_text[item]
             return row
         added = self.added[item - base]
         row = {"rank": rank + 1, "item": added.id, "score": score, "cold": True, "added": True}
         if added.text is not None:
-            row["text"] = added.text
+            row["title"] = short_title(added.text)
+            if text:
+                row["text"] = added.text
         return row
 
     # ------------------------------------------------------------------ new items
@@ -195,13 +259,15 @@ def check_k(k: int, count: int, what: str) -> None:
 
 def load_catalogue(source: Path | str, *, index: str | None = None) -> Catalogue:
     """A run directory (its best checkpoint, scored exactly) or an export folder (its index,
-    when it has one, unless ``index="none"``)."""
+    when it has one, unless ``index="none"``). Scored exactly, each user's best
+    ``TOP_CACHED`` items are computed now when that is at most ``CACHE_SCORES`` scores."""
     from coldbrew.serving.export_format import is_export
 
     source = Path(source)
-    if is_export(source):
-        return _from_export(source, index)
-    return _from_run(source, index)
+    catalogue = _from_export(source, index) if is_export(source) else _from_run(source, index)
+    if catalogue.index is None and len(catalogue.users) * len(catalogue.item_ids) <= CACHE_SCORES:
+        catalogue.cache_top_lists()
+    return catalogue
 
 
 def _from_run(run_dir: Path, index: str | None) -> Catalogue:
