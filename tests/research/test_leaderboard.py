@@ -117,7 +117,7 @@ def test_the_table_shows_report_and_test_and_marks_val_where_there_is_no_report(
     assert header == ["model", "all val (chose)/cold recall@20", "seconds"]
 
 
-def test_a_blends_seconds_are_its_own_plus_those_of_its_runs():
+def test_a_blends_seconds_are_its_own_plus_those_of_its_runs_backbones_included():
     trained = {
         "a": {
             "per_seed": {
@@ -127,8 +127,8 @@ def test_a_blends_seconds_are_its_own_plus_those_of_its_runs():
         },
         "b": {
             "per_seed": {
-                1: {"timing": {"wall_seconds": 20.0}},
-                2: {"timing": {"wall_seconds": 30.0}},
+                1: {"timing": {"wall_seconds": 20.0, "backbone_seconds": 5.0}},
+                2: {"timing": {"wall_seconds": 30.0, "backbone_seconds": 6.0}},
             }
         },
         "blend-a+b": {
@@ -139,8 +139,9 @@ def test_a_blends_seconds_are_its_own_plus_those_of_its_runs():
             "parts": ["a", "b"],
         },
     }
-    assert seed_seconds("a", trained) == [10.0, 12.0]
-    assert seed_seconds("blend-a+b", trained) == [10.0 + 20.0 + 1.0, 12.0 + 30.0 + 2.0]
+    assert seed_seconds("a", trained) == [10.0, 12.0]  # an older run: no backbone_seconds
+    assert seed_seconds("b", trained) == [20.0 + 5.0, 30.0 + 6.0]  # its backbone counts
+    assert seed_seconds("blend-a+b", trained) == [10.0 + 25.0 + 1.0, 12.0 + 36.0 + 2.0]
 
 
 def test_a_model_with_no_cold_signal_shows_it_in_its_cold_columns(tmp_path, board):

@@ -63,6 +63,8 @@ def test_a_second_call_loads_identical_tensors_without_training(monkeypatch):
     assert calls == ["train_bpr"]
     assert torch.equal(first.users, second.users) and torch.equal(first.items, second.items)
     assert first.users.dtype == torch.float32 and first.items.shape == (NUM_ITEMS, 8)
+    # the training's seconds travel with the cached backbone: a run that reads it counts them
+    assert first.seconds > 0 and second.seconds == first.seconds
 
 
 def test_another_seed_option_or_dataset_trains_again(monkeypatch):

@@ -51,6 +51,7 @@ class Teacher:
 
     users: torch.Tensor  # (num_users, dim) float32
     items: torch.Tensor  # (num_items, dim) float32, zero rows for cold items
+    seconds: float = 0.0  # what training it took (kept with a cached backbone)
 
 
 @dataclass

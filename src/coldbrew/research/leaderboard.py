@@ -228,18 +228,25 @@ def blend_models(
 
 
 def seed_seconds(name: str, trained: dict) -> list:
-    """Each seed's whole-run seconds of ``trained[name]``: a blend's own seconds plus those of
-    the runs it blends (its own are only the weight search and one evaluation)."""
+    """Each seed's whole-run seconds of ``trained[name]`` (training, evaluation and a zoo
+    model's backbone, cached or not); a blend's own seconds plus those of the runs it blends
+    (its own are only the weight search and one evaluation)."""
     results = trained[name]
     seconds = []
     for seed, entry in results["per_seed"].items():
-        total = entry["timing"]["wall_seconds"]
+        total = run_seconds(entry)
         for part in results.get("parts", ()):
             # a multi-seed run keys its seeds as JSON does ("3"), a blend as ints: by text
             part_seeds = {str(key): value for key, value in trained[part]["per_seed"].items()}
-            total += part_seeds[str(seed)]["timing"]["wall_seconds"]
+            total += run_seconds(part_seeds[str(seed)])
         seconds.append(total)
     return seconds
+
+
+def run_seconds(results: dict) -> float:
+    """One run's seconds: its wall time and its backbone's training (absent in older runs)."""
+    timing = results["timing"]
+    return timing["wall_seconds"] + timing.get("backbone_seconds", 0.0)
 
 
 def no_cold_signal(runs: Sequence[dict], split: str) -> bool:

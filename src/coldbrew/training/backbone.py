@@ -88,10 +88,10 @@ def collaborative_teacher(dataset: Dataset, options, seed: int, *, progress: boo
     with torch.random.fork_rng(devices=[]):
         users, items = trainers[options.backbone](dataset, options, seed)
     items[torch.from_numpy(np.asarray(dataset.cold_items, dtype=np.int64))] = 0.0
-    teacher = Teacher(users.float().contiguous(), items.float().contiguous())
+    seconds = time.perf_counter() - started
+    teacher = Teacher(users.float().contiguous(), items.float().contiguous(), seconds)
     save_cached(path, key, teacher)
     if progress:
-        seconds = time.perf_counter() - started
         print(
             f"backbone: {options.backbone} ({options.backbone_dim} dims, "
             f"{options.backbone_epochs} epochs) on {dataset.name} in {seconds:.1f} s; "
@@ -111,12 +111,13 @@ def load_cached(path: Path, key: dict) -> Teacher | None:
         return None  # damaged: trained again and rewritten
     if not isinstance(payload, dict) or payload.get("key") != key:
         return None
-    return Teacher(payload["users"], payload["items"])
+    return Teacher(payload["users"], payload["items"], float(payload.get("seconds", 0.0)))
 
 
 def save_cached(path: Path, key: dict, teacher: Teacher) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"key": key, "users": teacher.users, "items": teacher.items}
+    payload["seconds"] = teacher.seconds
     atomic_write(path, lambda handle: torch.save(payload, handle))
 
 

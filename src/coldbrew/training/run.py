@@ -347,6 +347,8 @@ def finish_run(
             "train_seconds": state.train_seconds,
             "eval_seconds": state.eval_seconds,
             "wall_seconds": wall,
+            # a zoo model's backbone, trained once per setting and cached: counted every time
+            "backbone_seconds": getattr(trainer.model, "backbone_seconds", 0.0),
             "samples_per_second": state.samples_seen / max(state.train_seconds, 1e-9),
         },
         "config": config.to_dict(),

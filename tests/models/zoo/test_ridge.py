@@ -110,3 +110,5 @@ def test_coldbrew_train_runs_ridge_end_to_end(tmp_path, monkeypatch):
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["config"]["ridge"]["ridge_lambda"] == 5.0
     assert 0 < results["metrics"]["val"]["cold"]["recall@20"] <= 1
+    # the backbone it fitted on was trained for this run: its seconds are the run's too
+    assert results["timing"]["backbone_seconds"] > 0

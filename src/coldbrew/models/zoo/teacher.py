@@ -52,6 +52,8 @@ class TeacherModel(Recommender):
                 raise ColdbrewError(
                     f"the backbone's {side} are {found}; expected {shape} (option backbone_dim={width})"
                 )
+        # the backbone's training seconds belong to this run's time, cached backbone or not
+        self.backbone_seconds = teacher.seconds
         self.register_buffer("teacher_users", teacher.users.float().clone())
         self.register_buffer("teacher_items", teacher.items.float().clone())
         self.register_cold_mask(num_items, catalogue.cold_items)
