@@ -60,6 +60,7 @@ def test_row_order_lists_each_rows_entries_in_index_order():
     order = RowOrder.of(torch.tensor([[2, 0], [2, 2]]), 3)
     assert order.rows.tolist() == [0, 2, 2, 2]
     assert order.entries.tolist() == [1, 0, 2, 3]  # stable: row 2's entries stay in order
+    assert order.sources.tolist() == [0, 0, 1, 1]  # the index row of each entry
 
 
 def test_partitioned_order_is_the_order_of_the_shifted_index():
@@ -71,6 +72,7 @@ def test_partitioned_order_is_the_order_of_the_shifted_index():
     theirs = RowOrder.of(shifted, 10)
     assert torch.equal(mine.rows, theirs.rows)
     assert torch.equal(mine.entries, theirs.entries)
+    assert torch.equal(mine.sources, theirs.sources)
 
 
 def test_wide_tables_sort_without_narrow_keys():

@@ -43,11 +43,11 @@ def _sampled_pattern(index: torch.Tensor, num_rows: int, dtype: torch.dtype) -> 
 
 class RowOrder:
     """The entries of an index ``(B, J)`` in table-row order: ``entries`` (stable-sorted flat
-    positions) and ``rows`` (the sorted table rows they name). Built once per index and
-    shared by every ``gather_dot`` that gathers with it (CLCRec's two tables)."""
+    positions), ``rows`` (the sorted table rows they name) and ``sources`` (the index row ``b``
+    of each). Built once per index and shared by every ``gather_dot`` that gathers with it."""
 
-    def __init__(self, entries: torch.Tensor, rows: torch.Tensor, width: int):
-        self.entries, self.rows, self.width = entries, rows, width
+    def __init__(self, entries: torch.Tensor, rows: torch.Tensor, sources: torch.Tensor):
+        self.entries, self.rows, self.sources = entries, rows, sources
 
     @classmethod
     def of(cls, index: torch.Tensor, num_rows: int) -> RowOrder:
@@ -56,23 +56,27 @@ class RowOrder:
         # a stable sort keeps each row's entries in (b, j) order; narrow keys sort 2-4x faster
         keys = flat.to(torch.int16) if num_rows <= 2**15 else flat
         rows, entries = torch.sort(keys, stable=True)
-        return cls(entries, rows.long(), index.shape[1])
+        return cls(entries, rows.long(), entries // index.shape[1])
 
     def partition(self, first: torch.Tensor, shift: int) -> RowOrder:
         """The order of ``index + shift · ~first`` (``first``: ``(B·J,)`` bool, flat), for
         ``shift`` at least the table's rows: the ``first`` entries keep their rows, the others
         move ``shift`` rows down, each part in this order (so still stable)."""
         chosen = first[self.entries]  # (E,) in row order
-        entries = torch.cat([self.entries[chosen], self.entries[~chosen]])
-        rows = torch.cat([self.rows[chosen], self.rows[~chosen] + shift])
-        return RowOrder(entries, rows, self.width)
+        kept, moved = chosen.nonzero().squeeze(1), (~chosen).nonzero().squeeze(1)
+        taken = torch.cat([kept, moved])
+        rows = self.rows.index_select(0, taken)
+        rows[len(kept) :] += shift
+        return RowOrder(
+            self.entries.index_select(0, taken), rows, self.sources.index_select(0, taken)
+        )
 
     def sum_by_row(self, grad: torch.Tensor, queries: torch.Tensor, num_rows: int) -> torch.Tensor:
         """``out[i] = Σ_{b, j: index[b, j] = i} Σ_m grad[b, j, m] · queries[b, m]``, ``(num_rows, D)``."""
         batch, width, count = grad.shape
         offsets = torch.searchsorted(self.rows, torch.arange(num_rows, device=grad.device))
         weights = grad.reshape(batch * width, count).index_select(0, self.entries)  # (E, M)
-        sources = self.entries // self.width  # the query row b of each entry
+        sources = self.sources  # bag entries: query row b of each entry
         if count > 1:  # bag entries (b, m): query row b·M + m of the flattened queries
             steps = torch.arange(count, device=grad.device)
             sources = (sources[:, None] * count + steps).reshape(-1)
