@@ -58,21 +58,9 @@ def test_table_rows_never_named_get_zero_gradient():
 def test_row_order_lists_each_rows_entries_in_index_order():
     # index [[2, 0], [2, 2]]: flat positions 0..3 name rows 2, 0, 2, 2
     order = RowOrder.of(torch.tensor([[2, 0], [2, 2]]), 3)
-    assert order.rows.tolist() == [0, 2, 2, 2]
+    assert order.rows.tolist() == [0, 2, 2, 2]  # (int16 keys: the table is small)
     assert order.entries.tolist() == [1, 0, 2, 3]  # stable: row 2's entries stay in order
     assert order.sources.tolist() == [0, 0, 1, 1]  # the index row of each entry
-
-
-def test_partitioned_order_is_the_order_of_the_shifted_index():
-    generator = torch.Generator().manual_seed(4)
-    index = torch.randint(5, (6, 4), generator=generator)
-    first = torch.rand(6, 4, generator=generator) < 0.4
-    shifted = torch.where(first, index, index + 5)
-    mine = RowOrder.of(index, 5).partition(first.reshape(-1), 5)
-    theirs = RowOrder.of(shifted, 10)
-    assert torch.equal(mine.rows, theirs.rows)
-    assert torch.equal(mine.entries, theirs.entries)
-    assert torch.equal(mine.sources, theirs.sources)
 
 
 def test_wide_tables_sort_without_narrow_keys():

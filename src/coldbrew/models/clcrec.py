@@ -48,7 +48,7 @@ from coldbrew.models.content import (
     info_nce,
     new_item_features,
 )
-from coldbrew.models.gather_dot import DENSE_RATIO, RowOrder, gather_dot
+from coldbrew.models.gather_dot import DENSE_RATIO, gather_dot
 from coldbrew.models.neighbors import NeighborGraph
 
 
@@ -182,13 +182,11 @@ class CLCRec(Recommender):
         user↔item term reads one table, content rows then ID rows, each entry the row its
         ``use_content`` names: one product per entry, not one per table."""
         num_rows = len(content)
-        order = RowOrder.of(inverse, num_rows)  # both tables' gradients read it
         unit_content = F.normalize(content, dim=1)
-        cosine = gather_dot(anchor.unsqueeze(1), unit_content, inverse, order)  # (B, 1 + K, 1)
+        cosine = gather_dot(anchor.unsqueeze(1), unit_content, inverse)  # (B, 1 + K, 1)
         rows = torch.where(use_content, inverse, inverse + num_rows)  # (B, 1 + K)
-        mixed = order.partition(use_content.reshape(-1), num_rows)
         table = torch.cat([content, item_vectors])  # (2n, D)
-        user_item = gather_dot(user_rows.unsqueeze(1), table, rows, mixed)  # (B, 1 + K, 1)
+        user_item = gather_dot(user_rows.unsqueeze(1), table, rows)  # (B, 1 + K, 1)
         return cosine[..., 0], user_item[..., 0]
 
     @staticmethod

@@ -56,25 +56,13 @@ class RowOrder:
         # a stable sort keeps each row's entries in (b, j) order; narrow keys sort 2-4x faster
         keys = flat.to(torch.int16) if num_rows <= 2**15 else flat
         rows, entries = torch.sort(keys, stable=True)
-        return cls(entries, rows.long(), entries // index.shape[1])
-
-    def partition(self, first: torch.Tensor, shift: int) -> RowOrder:
-        """The order of ``index + shift · ~first`` (``first``: ``(B·J,)`` bool, flat), for
-        ``shift`` at least the table's rows: the ``first`` entries keep their rows, the others
-        move ``shift`` rows down, each part in this order (so still stable)."""
-        chosen = first[self.entries]  # (E,) in row order
-        kept, moved = chosen.nonzero().squeeze(1), (~chosen).nonzero().squeeze(1)
-        taken = torch.cat([kept, moved])
-        rows = self.rows.index_select(0, taken)
-        rows[len(kept) :] += shift
-        return RowOrder(
-            self.entries.index_select(0, taken), rows, self.sources.index_select(0, taken)
-        )
+        return cls(entries, rows, entries // index.shape[1])
 
     def sum_by_row(self, grad: torch.Tensor, queries: torch.Tensor, num_rows: int) -> torch.Tensor:
         """``out[i] = Σ_{b, j: index[b, j] = i} Σ_m grad[b, j, m] · queries[b, m]``, ``(num_rows, D)``."""
         batch, width, count = grad.shape
-        offsets = torch.searchsorted(self.rows, torch.arange(num_rows, device=grad.device))
+        starts = torch.arange(num_rows, device=grad.device, dtype=self.rows.dtype)
+        offsets = torch.searchsorted(self.rows, starts)  # (num_rows,) each row's first entry
         weights = grad.reshape(batch * width, count).index_select(0, self.entries)  # (E, M)
         sources = self.sources  # bag entries: query row b of each entry
         if count > 1:  # bag entries (b, m): query row b·M + m of the flattened queries
