@@ -2,13 +2,12 @@ import pytest
 import torch
 
 from coldbrew.models import gather_dot as gather_dot_module
-from coldbrew.models.gather_dot import gather_dot, gather_dot_reference
+from coldbrew.models.gather_dot import RowOrder, gather_dot, gather_dot_reference
 
 
 @pytest.mark.parametrize("num_queries", [1, 2, 3])
-@pytest.mark.parametrize("block_elements", [1, 50, 1 << 21])  # one row, a few rows, all rows
-def test_values_and_gradients_match_the_plain_gather(monkeypatch, num_queries, block_elements):
-    monkeypatch.setattr(gather_dot_module, "BLOCK_ELEMENTS", block_elements)
+@pytest.mark.parametrize("shared_order", [False, True])  # built inside, or given (CLCRec's)
+def test_values_and_gradients_match_the_plain_gather(num_queries, shared_order):
     generator = torch.Generator().manual_seed(num_queries)
     queries = torch.randn(7, num_queries, 5, generator=generator, requires_grad=True)
     table = torch.randn(11, 5, generator=generator, requires_grad=True)
@@ -16,7 +15,8 @@ def test_values_and_gradients_match_the_plain_gather(monkeypatch, num_queries, b
     index[0] = 3  # one row names the same table row every time
     upstream = torch.randn(7, 4, num_queries, generator=generator)
 
-    fast = gather_dot(queries, table, index)
+    order = RowOrder.of(index, 11) if shared_order else None
+    fast = gather_dot(queries, table, index, order)
     fast_grads = torch.autograd.grad(fast, [queries, table], upstream)
     plain = gather_dot_reference(queries, table, index)
     plain_grads = torch.autograd.grad(plain, [queries, table], upstream)
@@ -53,6 +53,22 @@ def test_table_rows_never_named_get_zero_gradient():
     assert grad[[0, 2, 3, 5]].abs().sum() == 0
     torch.testing.assert_close(grad[1], 2 * queries[0, 0] + queries[1, 0])
     torch.testing.assert_close(grad[4], queries[1, 0])
+
+
+def test_row_order_lists_each_rows_entries_in_index_order():
+    # index [[2, 0], [2, 2]]: flat positions 0..3 name rows 2, 0, 2, 2
+    order = RowOrder.of(torch.tensor([[2, 0], [2, 2]]), 3)
+    assert order.rows.tolist() == [0, 2, 2, 2]  # (int16 keys: the table is small)
+    assert order.entries.tolist() == [1, 0, 2, 3]  # stable: row 2's entries stay in order
+    assert order.sources.tolist() == [0, 0, 1, 1]  # the index row of each entry
+
+
+def test_wide_tables_sort_without_narrow_keys():
+    # more rows than int16 holds: the order is still right
+    index = torch.tensor([[40000, 3], [3, 40000]])
+    order = RowOrder.of(index, 40001)
+    assert order.rows.tolist() == [3, 3, 40000, 40000]
+    assert order.entries.tolist() == [1, 2, 0, 3]
 
 
 def test_rejects_wrong_ranks():

@@ -37,6 +37,32 @@ def test_adam_by_default_adamw_on_request():
     assert type(build_optimizer(model, make_config({"optimizer": "adamw"}))) is torch.optim.AdamW
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_cpu_optimizer_is_fused_and_steps_as_the_plain_loop(optimizer):
+    config = make_config({"optimizer": optimizer, "lr": 0.01, "weight_decay": 0.05})
+    models = [TwoPart(), TwoPart()]
+    models[1].load_state_dict(models[0].state_dict())
+    fused = build_optimizer(models[0], config)
+    assert all(group["fused"] for group in fused.param_groups)
+    assert all(len(group["params"]) == 1 for group in fused.param_groups)
+    plain = type(fused)(  # the same groups, torch's default (unfused) implementation
+        [
+            {"params": [parameter], "lr": group["lr"], "weight_decay": group["weight_decay"]}
+            for group, parameter in zip(fused.param_groups, models[1].parameters(), strict=True)
+        ]
+    )
+    assert not any(group["fused"] for group in plain.param_groups)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        grads = [torch.randn(p.shape, generator=generator) for p in models[0].parameters()]
+        for model, optim in zip(models, (fused, plain), strict=True):
+            for parameter, grad in zip(model.parameters(), grads, strict=True):
+                parameter.grad = grad.clone()
+            optim.step()
+    for mine, theirs in zip(models[0].parameters(), models[1].parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-7)
+
+
 def test_weight_decay_skips_biases_and_groups_scale_the_lr():
     optimizer = build_optimizer(TwoPart(), make_config({"lr": 0.01, "weight_decay": 0.05}))
     summary = [

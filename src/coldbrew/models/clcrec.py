@@ -123,13 +123,20 @@ class CLCRec(Recommender):
         item_vectors = self.item_embedding[distinct]  # (n, D)
         user_rows = self.user_embedding[users]  # (B, D)
         anchor = F.normalize(item_vectors[inverse[:, 0]], dim=1)  # (B, D) positive's ID embedding
-        score = self.score_path(len(distinct), items.shape[1], items.device, cpu_path)
-        cosine, user_content, user_id = score(anchor, user_rows, content, item_vectors, inverse)
         use_content = self.content_mix_mask(items.shape, items.device)
+        score = self.score_path(len(distinct), items.shape[1], items.device, cpu_path)
+        cosine, user_item = score(anchor, user_rows, content, item_vectors, inverse, use_content)
         item_content = info_nce(cosine / self.temp_value)
-        user_item = info_nce(torch.where(use_content, user_content, user_id) / self.temp_value)
-        item_norms = item_vectors.norm(dim=1)[inverse]  # (B, 1 + K)
-        regularizer = (user_rows.norm(dim=1).mean() + item_norms.mean()) / 2
+        user_item = info_nce(user_item / self.temp_value)
+        # the mean item norm over the (B, 1 + K) entries, each distinct item counted as often as
+        # it is drawn (no (B, 1 + K) gather)
+        # (a fixed size, unlike bincount's: coldbrew memory traces the step; index_put_ has a
+        # deterministic CUDA kernel)
+        ones = item_vectors.new_ones(inverse.numel())
+        counts = item_vectors.new_zeros(len(distinct))
+        counts.index_put_((inverse.reshape(-1),), ones, accumulate=True)
+        item_norms = (item_vectors.norm(dim=1) * counts).sum() / inverse.numel()
+        regularizer = (user_rows.norm(dim=1).mean() + item_norms) / 2
         total = (
             self.lr_lambda * item_content
             + (1 - self.lr_lambda) * user_item
@@ -150,8 +157,10 @@ class CLCRec(Recommender):
         return LossOutput(total=total, terms=terms)
 
     def score_path(self, num_distinct: int, row_width: int, device: torch.device, cpu_path: bool):
-        """The ``scores_*`` method for this step (all three give the same values); ``cpu_path``:
-        whether the step may take the CPU's choices (``host_syncs_are_free``)."""
+        """The ``scores_*`` method for this step (all three give the same values: the
+        item↔content cosines and the user↔item products, content or ID rows as ``use_content``
+        says); ``cpu_path``: whether the step may take the CPU's choices
+        (``host_syncs_are_free``)."""
         scoring = self.scoring
         if scoring == "fused" and device.type != "cpu":
             raise ColdbrewError("scoring='fused' runs on the CPU only (not yet run on a GPU)")
@@ -166,15 +175,20 @@ class CLCRec(Recommender):
         }[scoring]
 
     @staticmethod
-    def scores_fused(anchor, user_rows, content, item_vectors, inverse):
-        """Sampled products of the ``B·(1+K)`` pairs only; no ``(B, 1+K, D)`` tensor."""
-        content_norms = content.norm(dim=1).clamp_min(1e-12)[inverse]  # (B, 1 + K)
-        both = gather_dot(torch.stack([anchor, user_rows], dim=1), content, inverse)
-        user_id = gather_dot(user_rows.unsqueeze(1), item_vectors, inverse)  # (B, 1 + K, 1)
-        return both[..., 0] / content_norms, both[..., 1], user_id[..., 0]
+    def scores_fused(anchor, user_rows, content, item_vectors, inverse, use_content):
+        """Sampled products of the ``B·(1+K)`` pairs only; no ``(B, 1+K, D)`` tensor. The
+        user↔item term reads one table, content rows then ID rows, each entry the row its
+        ``use_content`` names: one product per entry, not one per table."""
+        num_rows = len(content)
+        unit_content = F.normalize(content, dim=1)
+        cosine = gather_dot(anchor.unsqueeze(1), unit_content, inverse)  # (B, 1 + K, 1)
+        rows = torch.where(use_content, inverse, inverse + num_rows)  # (B, 1 + K)
+        table = torch.cat([content, item_vectors])  # (2n, D)
+        user_item = gather_dot(user_rows.unsqueeze(1), table, rows)  # (B, 1 + K, 1)
+        return cosine[..., 0], user_item[..., 0]
 
     @staticmethod
-    def scores_gathered(anchor, user_rows, content, item_vectors, inverse):
+    def scores_gathered(anchor, user_rows, content, item_vectors, inverse, use_content):
         """Gather ``(B, 1+K, D)`` rows, then batched products; cost ∝ B·(1+K)·D."""
         content_rows = F.embedding(
             inverse, content
@@ -183,17 +197,17 @@ class CLCRec(Recommender):
         # One product serves both terms: (B, 1+K, D) @ (B, D, 2) -> (B, 1+K, 2)
         both = torch.bmm(content_rows, torch.stack([anchor, user_rows], dim=2))
         user_id = torch.bmm(F.embedding(inverse, item_vectors), user_rows.unsqueeze(2)).squeeze(2)
-        return both[..., 0] / content_norms, both[..., 1], user_id
+        return both[..., 0] / content_norms, torch.where(use_content, both[..., 1], user_id)
 
     @staticmethod
-    def scores_dense(anchor, user_rows, content, item_vectors, inverse):
+    def scores_dense(anchor, user_rows, content, item_vectors, inverse, use_content):
         """Score every distinct item with matmuls, then pick ``(B, 1+K)``; cost ∝ B·n·D."""
         unit_content = F.normalize(content, dim=1)
         cosine = torch.gather(anchor @ unit_content.T, 1, inverse)  # (B, n) -> (B, 1 + K)
         user_scores = user_rows @ torch.cat([content, item_vectors]).T  # (B, 2n)
         user_content = torch.gather(user_scores, 1, inverse)
         user_id = torch.gather(user_scores, 1, inverse + len(content))
-        return cosine, user_content, user_id
+        return cosine, torch.where(use_content, user_content, user_id)
 
     # ------------------------------------------------------------------ scoring
     def user_embeddings(self) -> torch.Tensor:

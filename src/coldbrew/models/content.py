@@ -113,7 +113,9 @@ class ContentEncoder(nn.Module):
         self.layer2 = nn.Linear(hidden, dim)
 
     def item_features(self, items: torch.Tensor | None) -> torch.Tensor:
-        features = self.dense_features if items is None else self.dense_features[items]
+        features = (
+            self.dense_features if items is None else self.dense_features.index_select(0, items)
+        )
         if self.word_table is None:
             return features
         pooled = torch.zeros(

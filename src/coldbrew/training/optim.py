@@ -1,6 +1,6 @@
 """Optimizer and learning-rate schedule from one builder.
 
-* Adam (the default, as the original CLCRec) or AdamW, over parameter groups: a model may name
+* Adam (the default, as the original CLCRec) or AdamW (fused on the CPU), over parameter groups: a model may name
   its own groups with ``parameter_groups() -> list[ParameterGroup]`` (e.g. a pretrained
   backbone at a tenth of the learning rate); otherwise all trainable parameters form one group.
   With weight decay, 1-d parameters (biases, norm scales) are never decayed.
@@ -50,9 +50,16 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
                 groups.append({"params": params, "lr": lr, "weight_decay": decay})
     if not groups:
         raise ValueError("the model has no trainable parameters")
-    if config.optimizer == "adamw":
-        return torch.optim.AdamW(groups, lr=config.lr)
-    return torch.optim.Adam(groups, lr=config.lr)
+    kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+    return kind(groups, lr=config.lr, fused=fused_on_cpu(groups))
+
+
+def fused_on_cpu(groups: list[dict]) -> bool | None:
+    """True where every parameter is a floating CPU tensor: torch's fused Adam is one pass per
+    tensor, ≈ 10× faster than the default loop on CPU (BENCHMARKS.md, "Time to a model") and
+    equal to it within float rounding (tested). Elsewhere None: torch's own choice."""
+    params = [p for group in groups for p in group["params"]]
+    return True if all(p.device.type == "cpu" and p.is_floating_point() for p in params) else None
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
