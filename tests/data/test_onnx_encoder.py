@@ -34,7 +34,7 @@ def test_runtime_choice(monkeypatch):
     with pytest.raises(DataError, match=r"coldbrew\[onnx\]"):
         onnx_encoder.resolve_runtime("onnx")
     monkeypatch.setattr(onnx_encoder, "onnx_installed", lambda: True)
-    assert onnx_encoder.resolve_runtime() == "onnx"  # auto with it
+    assert onnx_encoder.resolve_runtime() == "auto"  # with it: decided per model
     monkeypatch.setenv("COLDBREW_TEXT_RUNTIME", "Torch")
     assert onnx_encoder.resolve_runtime() == "torch"
     with pytest.raises(DataError, match="one of auto, torch, onnx"):
@@ -85,3 +85,17 @@ def test_a_supplied_backbone_runs_with_torch(monkeypatch):
         TEXTS[:2], cache=None, progress=False, runtime="onnx", loaded=lambda: loaded
     )
     assert vectors.shape == (2, 384)
+
+
+@needs_onnx
+def test_auto_keeps_torch_for_a_model_with_fused_attention(monkeypatch):
+    def no_onnx(*args):
+        raise AssertionError("MiniLM runs torch's SDPA attention: auto keeps torch")
+
+    monkeypatch.setattr(onnx_encoder, "onnx_forward", no_onnx)
+    vectors = text_encoder.encode_texts(TEXTS[:2], cache=None, progress=False, runtime="auto")
+    assert vectors.shape == (2, 384)
+    loaded = text_backbone.load_backbone("minilm", "cpu", progress=False)
+    assert not onnx_encoder.takes_onnx("auto", loaded) and onnx_encoder.takes_onnx("onnx", loaded)
+    loaded.model.config._attn_implementation = "eager"  # what mpnet's model runs with
+    assert onnx_encoder.takes_onnx("auto", loaded) and not onnx_encoder.takes_onnx("torch", loaded)

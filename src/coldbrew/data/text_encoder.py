@@ -9,8 +9,8 @@ Results are cached per call: one ``.npy`` file named by the SHA-256 of the encod
 identity, pooling, normalisation, maximum length) and every text, so loading the same dataset
 again costs a file read and never loads the model.
 
-On CPU the backbone runs through ONNX Runtime where it is installed (``coldbrew.data.
-onnx_encoder``; ``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the
+On CPU a backbone such as mpnet runs through ONNX Runtime where it is installed
+(``coldbrew.data.onnx_encoder``; ``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the
 cache key is the same for both runtimes.
 """
 
@@ -68,7 +68,8 @@ def encode_texts(
     supplies an already loaded backbone (called only on a cache miss); by default the backbone
     is loaded here and released after. ``runtime`` (``auto``, ``torch``, ``onnx``; default
     ``$COLDBREW_TEXT_RUNTIME``, else ``auto``) runs a backbone loaded here on CPU with ONNX
-    Runtime (``auto``: when installed); a supplied one (perhaps tuned) always runs with torch.
+    Runtime (``auto``: when installed and faster, see ``onnx_encoder``); a supplied one (perhaps
+    tuned) always runs with torch.
     """
     if not texts:
         width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
@@ -80,7 +81,7 @@ def encode_texts(
         cached = read_cached(cache_file, (len(texts), None))
         if cached is not None:
             return cached
-    from coldbrew.data.onnx_encoder import resolve_runtime
+    from coldbrew.data.onnx_encoder import resolve_runtime, takes_onnx
 
     runtime = resolve_runtime(runtime)
     if loaded is None:
@@ -90,7 +91,7 @@ def encode_texts(
     else:
         backbone_loaded = loaded()
     forward = None
-    if loaded is None and runtime == "onnx" and _on_cpu(backbone_loaded):
+    if loaded is None and _on_cpu(backbone_loaded) and takes_onnx(runtime, backbone_loaded):
         from coldbrew.data.onnx_encoder import onnx_forward
         from coldbrew.data.paths import cache_dir
 
