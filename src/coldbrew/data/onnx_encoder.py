@@ -3,7 +3,7 @@
 ``encode_texts`` runs its backbone with torch or, where ``onnxruntime`` is installed (the
 ``[onnx]`` extra), with ONNX Runtime. ``COLDBREW_TEXT_RUNTIME``: ``auto`` (the default) takes
 ONNX Runtime when it is installed and torch runs the model with its eager attention (mpnet:
-1.3x faster), not where torch has its fused attention (MiniLM's SDPA: ONNX Runtime was 0.8x at
+1.2-1.3x faster), not where torch has its fused attention (MiniLM's SDPA: ONNX Runtime was 0.8x at
 one thread); ``torch`` never; ``onnx`` always (an error without onnxruntime). The
 transformer alone (token ids and mask in, token states out) is exported by ``torch.onnx`` from
 the loaded model, checked against torch on a padded batch, and cached under
