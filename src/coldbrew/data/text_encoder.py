@@ -8,6 +8,10 @@ for MiniLM is exactly what sentence-transformers does (cosine similarity is a do
 Results are cached per call: one ``.npy`` file named by the SHA-256 of the encoder id (backbone
 identity, pooling, normalisation, maximum length) and every text, so loading the same dataset
 again costs a file read and never loads the model.
+
+On CPU a backbone such as mpnet runs through ONNX Runtime where it is installed
+(``coldbrew.data.onnx_encoder``; ``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the
+cache key is the same for both runtimes.
 """
 
 from __future__ import annotations
@@ -55,13 +59,17 @@ def encode_texts(
     progress: bool = True,
     device: torch.device | str | None = None,
     loaded: Callable[[], LoadedBackbone] | None = None,
+    runtime: str | None = None,
 ) -> torch.Tensor:
     """Embed ``texts`` into a float32 ``(len(texts), width)`` tensor.
 
     ``cache="default"`` stores results under ``cache_dir()/"text"``; a path stores them there;
     ``None`` turns caching off. ``device`` defaults to CUDA when available, else CPU. ``loaded``
     supplies an already loaded backbone (called only on a cache miss); by default the backbone
-    is loaded here and released after.
+    is loaded here and released after. ``runtime`` (``auto``, ``torch``, ``onnx``; default
+    ``$COLDBREW_TEXT_RUNTIME``, else ``auto``) runs a backbone loaded here on CPU with ONNX
+    Runtime (``auto``: when installed and faster, see ``onnx_encoder``); a supplied one (perhaps
+    tuned) always runs with torch.
     """
     if not texts:
         width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
@@ -73,12 +81,21 @@ def encode_texts(
         cached = read_cached(cache_file, (len(texts), None))
         if cached is not None:
             return cached
+    from coldbrew.data.onnx_encoder import resolve_runtime, takes_onnx
+
+    runtime = resolve_runtime(runtime)
     if loaded is None:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         backbone_loaded = text_backbone.load_backbone(backbone, device, progress=progress)
     else:
         backbone_loaded = loaded()
+    forward = None
+    if loaded is None and _on_cpu(backbone_loaded) and takes_onnx(runtime, backbone_loaded):
+        from coldbrew.data.onnx_encoder import onnx_forward
+        from coldbrew.data.paths import cache_dir
+
+        forward = onnx_forward(backbone_loaded, cache_dir())
     embeddings = _encode(
         texts,
         backbone_loaded,
@@ -87,10 +104,15 @@ def encode_texts(
         max_length=max_length,
         batch_size=batch_size,
         progress=progress,
+        forward=forward,
     )
     if cache_file is not None:
         write_cached(cache_file, embeddings)
     return embeddings
+
+
+def _on_cpu(loaded: LoadedBackbone) -> bool:
+    return next(loaded.model.parameters()).device.type == "cpu"
 
 
 def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -> str:
@@ -117,9 +139,11 @@ def _encode(
     max_length: int,
     batch_size: int,
     progress: bool,
+    forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Batches of texts of equal or similar token counts (little padding: the same vectors as
-    one text at a time, to float rounding), longest first, written back in the caller's order."""
+    one text at a time, to float rounding), longest first, written back in the caller's order.
+    ``forward`` (token ids, mask -> token states) replaces the torch model's call."""
     model = loaded.model
     device = next(model.parameters()).device
     lengths = [
@@ -140,9 +164,12 @@ def _encode(
                 max_length=max_length,
                 return_tensors="pt",
             ).to(device)
-            states = model(
-                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-            ).last_hidden_state  # (B, T, width)
+            if forward is not None:
+                states = forward(batch["input_ids"], batch["attention_mask"])  # (B, T, width)
+            else:
+                states = model(
+                    input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+                ).last_hidden_state  # (B, T, width)
             pooled = pool(states, batch["attention_mask"], pooling).float()  # (B, width)
             if normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
