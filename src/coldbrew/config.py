@@ -311,49 +311,43 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
     run_values: dict[str, Any] = {"model": model}
     section_values: dict[str, Any] = {}
     notes: list[str] = []
+
+    def put(key: str, value: Any, from_text: bool, in_section: bool = False) -> None:
+        name = canonical_key(key)
+        if in_section and name in section_types:
+            _put_section(key, value, model, section_types, section_values, from_text)
+        elif in_section and name in SHARED_BY_MODELS:
+            raise ColdbrewError(
+                f"{model}: {key!r} is shared by every model of a run or board; write it flat, "
+                "outside the model's section"
+            )
+        elif name == "batch_size" and isinstance(value, str) and value.strip() == "auto":
+            run_values["auto_batch_size"] = True
+        elif name in FIELDS:  # in a model's section: a run option for that model only
+            run_values[name] = coerce(name, value, run_types[name], from_text=from_text)
+        elif name == "no_cuda":
+            if coerce(name, value, bool, from_text=from_text):
+                run_values["device"] = "cpu"
+        elif name in IGNORED_ORIGINAL:
+            notes.append(f"--{key} accepted and ignored: {IGNORED_ORIGINAL[name]}")
+        else:
+            _put_section(name, value, model, section_types, section_values, from_text)
+
     for layer in layers:
         from_text = isinstance(layer, Flags)
         # a model's section is read after the layer's flat keys: the more specific value wins
         for key, value in sorted(layer.items(), key=lambda item: canonical_key(item[0]) in MODELS):
             name = canonical_key(key)
-            if name == "model":
+            if name in ("model", BOARD_SECTION):  # a leaderboard reads its own section
                 continue
-            if name == BOARD_SECTION:  # what a leaderboard trains: coldbrew leaderboard reads it
-                continue
-            if name in MODELS:  # a model's section, written nested
-                if name == model:
-                    if not isinstance(value, dict):
-                        raise ColdbrewError(
-                            f"option {key!r}: expected a mapping of {name}'s options"
-                        )
-                    for inner, inner_value in value.items():
-                        inner_name = canonical_key(inner)
-                        if inner_name in FIELDS and inner_name not in section_types:
-                            # a run option for this model only (a board's per-model lr, epochs)
-                            if inner_name in SHARED_BY_MODELS:
-                                raise ColdbrewError(
-                                    f"{name}: {inner!r} is shared by every model of a run or "
-                                    "board; write it flat, outside the model's section"
-                                )
-                            run_values[inner_name] = coerce(
-                                inner_name, inner_value, run_types[inner_name], from_text=from_text
-                            )
-                            continue
-                        _put_section(
-                            inner, inner_value, model, section_types, section_values, from_text
-                        )
-                continue  # another model's section does not apply to this run
-            if name == "batch_size" and isinstance(value, str) and value.strip() == "auto":
-                run_values["auto_batch_size"] = True
-            elif name in FIELDS:
-                run_values[name] = coerce(name, value, run_types[name], from_text=from_text)
-            elif name == "no_cuda":
-                if coerce(name, value, bool, from_text=from_text):
-                    run_values["device"] = "cpu"
-            elif name in IGNORED_ORIGINAL:
-                notes.append(f"--{key} accepted and ignored: {IGNORED_ORIGINAL[name]}")
-            else:
-                _put_section(name, value, model, section_types, section_values, from_text)
+            if name not in MODELS:
+                put(key, value, from_text)
+            elif name == model:  # this model's section, written nested
+                if not isinstance(value, dict):
+                    raise ColdbrewError(f"option {key!r}: expected a mapping of {name}'s options")
+                for inner, inner_value in value.items():
+                    put(inner, inner_value, from_text, in_section=True)
+            # another model's section does not apply to this run
     config = TrainConfig(**run_values, model_options=section_type(**section_values), notes=notes)
     config.validate()
     return config
