@@ -7,7 +7,8 @@
     python benchmarks/serve_load.py users --run /tmp/syn1m            # serves it again
 
 ``users``: wrk, 16 connections, 2 threads, 10 s, a random user per request; prints requests/s,
-p99 and the non-2xx / socket-error counts. ``new-items``: one client, 200 new items from text
+p99 and the non-2xx / socket-error counts (and, served from an index, the recall@20 of 200
+users' served lists against exact scoring, asked over HTTP first). ``new-items``: one client, 200 new items from text
 (distinct texts, so nothing is cached), p50/p99 of the round trip. ``synthetic``: clustered
 random vectors (64 wide), an HNSW export, recall@20 of the index against exact scoring over
 500 users (at the served efSearch and a few others), then the ``users`` load test against it.
@@ -144,6 +145,31 @@ def new_items(port: int, count: int, genres: int) -> dict:
     return {"requests": count, "p50_ms": percentile(times, 50), "p99_ms": percentile(times, 99)}
 
 
+def served_recall(port: int, export: Path, count: int = 200, k: int = 20) -> float:
+    """Recall@``k`` of the served lists (``GET /users/{id}/items``, over HTTP) against exact
+    scoring of every item but the user's training items, for ``count`` users."""
+    import numpy as np
+
+    from coldbrew.serving.export_format import read_vectors
+
+    vectors = read_vectors(export)
+    rows = [int(row * len(vectors.user_ids) / count) for row in range(count)]
+    found = []
+    for start in range(0, len(rows), 25):  # 25 users x all items at a time
+        chunk = rows[start : start + 25]
+        scores = vectors.users[chunk] @ vectors.items.T
+        for at, row in enumerate(chunk):
+            seen = vectors.train_indices[vectors.train_indptr[row] : vectors.train_indptr[row + 1]]
+            scores[at, seen] = -np.inf
+            exact = set(vectors.item_ids[np.argpartition(-scores[at], k)[:k]].tolist())
+            user = int(vectors.user_ids[row])
+            url = f"http://127.0.0.1:{port}/users/{user}/items?k={k}"
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                served = {item["item"] for item in json.load(answer)["items"]}
+            found.append(len(served & exact) / k)
+    return float(np.mean(found))
+
+
 def synthetic_export(out: Path, items: int, users: int, dim: int, seed: int) -> dict:
     """Clustered vectors (1,000 centres), an HNSW export, recall@20 of the index vs exact."""
     import numpy as np
@@ -217,7 +243,7 @@ def main() -> None:
     result: dict = {"test": args.test, "loadavg_before": load}
     sys.path.insert(0, str(ROOT / "src"))
     from coldbrew.serving.export import export_run
-    from coldbrew.serving.export_format import is_export
+    from coldbrew.serving.export_format import INDEX, is_export
 
     folder = Path(tempfile.mkdtemp(prefix="coldbrew-serve-bench-"))
     source = folder / "export"
@@ -236,6 +262,8 @@ def main() -> None:
         if args.test == "new-items":
             result.update(new_items(port, args.count, args.genres))
         else:
+            if (source / INDEX).is_file():
+                result["served_recall_at_20"] = served_recall(port, source)
             rows = user_ids(source)
             cpu = cpu_seconds(server.pid)
             result.update(wrk_users(port, rows, args.seconds, args.connections))

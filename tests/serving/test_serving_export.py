@@ -109,3 +109,21 @@ def test_an_index_is_exported_and_searches_the_item_vectors(run, tmp_path):
     exact = vectors.users[:5] @ vectors.items.T  # (5, 300)
     assert np.allclose(scores, np.sort(exact, axis=1)[:, ::-1][:, :10], atol=1e-5)
     assert np.allclose(np.take_along_axis(exact, rows, 1), scores, atol=1e-5)
+
+
+def test_an_indexed_export_caches_each_users_list_from_its_index(run, tmp_path, monkeypatch):
+    pytest.importorskip("faiss")
+    from coldbrew.serving import catalogue as served_module
+
+    out = tmp_path / "hnsw"
+    assert main(["export", "--run", str(run), "--out", str(out), "--index", "hnsw"]) == 0
+    searched = []
+    search = served_module.search
+    monkeypatch.setattr(served_module, "search", lambda *a: searched.append(1) or search(*a))
+    served = served_module.load_catalogue(out)
+    assert served.index is not None and served.top is not None
+    assert len(searched) == len(served.users)  # one search a user, at load
+    served.items_json(int(served.vectors.user_ids[0]), 20)
+    assert len(searched) == len(served.users)  # ... and none for a request of k <= 100
+    monkeypatch.setattr(served_module, "CACHE_INDEXED_USERS", len(served.users) - 1)
+    assert served_module.load_catalogue(out).top is None  # too many users: searched live

@@ -158,3 +158,22 @@ def test_an_index_leaves_training_items_out_inside_the_search(kind):
         found, total = found + len(set(listed) & set(want)), total + 20
     if kind != "ivf":  # IVF probes 16 of 76 clusters of random vectors: a coarse recall
         assert found / total >= 0.95
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_lists_cached_from_an_index_are_the_ones_a_request_searches(kind):
+    pytest.importorskip("faiss")
+    from coldbrew.serving.index import build_index
+
+    served = catalogue(users=40, items=3000, dim=16, seed=5)
+    served.index = build_index(served.vectors.items, kind)
+    asked = [(user, k) for user in list(served.user_row)[::3] for k in (1, 20, 100)]
+    live = {(user, k): served.items_for(user, k) for user, k in asked}
+    served.cache_top_lists()
+    assert served.top is not None
+    for user, k in asked:
+        assert served.items_for(user, k) == live[user, k]
+    # beyond the cache, the request searches the index again
+    assert [row["item"] for row in served.items_for(asked[0][0], 101)][:100] == [
+        row["item"] for row in live[asked[0][0], 100]
+    ]

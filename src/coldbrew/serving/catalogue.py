@@ -5,7 +5,8 @@ A user's list is ranked exactly as ``coldbrew.recommend`` ranks it (the same pro
 same vectors, the same tie order as ``top_by_score_then_key``, found by ``top_with_ties``
 without sorting the catalogue), unless a faiss index serves it (approximate; the user's
 training items are filtered out inside the search). Added items are scored exactly and joined
-to either.
+to either. Each user's best ``TOP_CACHED`` catalogue items are found at load, exactly or by the
+index as a request would find them, so a request for ``k <= TOP_CACHED`` only reads them.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ from coldbrew.serving.ranking import (
 )
 
 MAX_K = 10_000  # the longest list one request may ask for
-TOP_CACHED = 100  # each user's best items kept at load (exact scoring): k <= 100 reads them
-CACHE_SCORES = 1 << 27  # ... when users x items is at most this many scores to compute
+TOP_CACHED = 100  # each user's best items kept at load: k <= 100 reads them
+CACHE_SCORES = 1 << 27  # ... scored exactly when users x items is at most this many scores
+# ... searched in the index when there are at most this many users: an HNSW search of 1M items
+# costs 0.24-0.40 ms (BENCHMARKS.md), 12-20 s of loading for 50,000 users, 60 MB kept
+CACHE_INDEXED_USERS = 50_000
 
 
 @dataclass
@@ -109,28 +113,37 @@ class Catalogue:
         seen = self._seen(row)
         wanted = min(k, base + len(added) - len(seen))
         from_catalogue = min(wanted, base - len(seen))
-        ordered = True  # the catalogue's candidates are in rank order, ties included
         if self.top is not None and k <= self.top.rows.shape[1]:
             count = self.top.counts[row]
             scores, positions = self.top.values[row, :count], self.top.rows[row, :count]
-        elif self.index is not None:
-            query = self.users[row : row + 1].numpy()
-            hits, rows = search(self.index, query, from_catalogue, seen)
-            keep = rows[0] >= 0
-            scores, positions, ordered = hits[0][keep], rows[0][keep].astype(np.int64), False
+            ordered = True  # in rank order, ties included
         else:
-            scores, positions = self._exact_top(row, seen, from_catalogue)
+            scores, positions, ordered = self._catalogue_top(row, seen, from_catalogue)
         if len(added):
             scores = np.concatenate([scores, (added @ self.users[row]).numpy()])
             positions = np.concatenate([positions, np.arange(base, base + len(added))])
             ordered = False
         if ordered:
             return scores[:wanted], positions[:wanted]
-        shift, keys = self.user_shifts[row], self.item_keys
+        return self._in_rank_order(row, scores, positions, wanted)
+
+    def _in_rank_order(self, row: int, scores: np.ndarray, positions: np.ndarray, count: int):
+        """The ``count`` best of candidates (``scores``, rows ``positions``) in user ``row``'s
+        rank order: by score, ties by the user's tie key."""
+        shift, keys, base = self.user_shifts[row], self.item_keys, len(self.item_ids)
         values, at = top_with_ties(
-            scores, wanted, lambda at: rotated_keys(positions[at], keys, shift, base)
+            scores, count, lambda at: rotated_keys(positions[at], keys, shift, base)
         )
         return values, positions[at]
+
+    def _catalogue_top(self, row: int, seen: np.ndarray, count: int):
+        """``(scores, rows, ordered)``: the ``count`` best catalogue rows but ``seen``, from
+        the index when there is one (``ordered`` False: faiss's order), else exactly."""
+        if self.index is None:
+            return (*self._exact_top(row, seen, count), True)
+        hits, rows = search(self.index, self.users[row : row + 1].numpy(), count, seen)
+        keep = rows[0] >= 0
+        return hits[0][keep], rows[0][keep].astype(np.int64), False
 
     def _seen(self, row: int) -> np.ndarray:
         vectors = self.vectors
@@ -145,8 +158,9 @@ class Catalogue:
         return top_with_ties(scores, count, lambda at: rotated_keys(at, keys, shift, base))
 
     def cache_top_lists(self, depth: int = TOP_CACHED) -> None:
-        """Each user's ``depth`` best catalogue items, computed now (as a request would), so
-        that a request for ``k <= depth`` only joins the added items to them."""
+        """Each user's ``depth`` best catalogue items, found now as a request would find them
+        (exactly, or in the index), so that a request for ``k <= depth`` only joins the added
+        items to them."""
         base = len(self.item_ids)
         depth = min(depth, base, MAX_K)
         values = np.zeros((len(self.users), depth), np.float32)
@@ -154,7 +168,10 @@ class Catalogue:
         counts = np.zeros(len(self.users), np.int64)
         for row in range(len(self.users)):
             seen = self._seen(row)
-            found_values, found = self._exact_top(row, seen, min(depth, base - len(seen)))
+            count = min(depth, base - len(seen))
+            found_values, found, ordered = self._catalogue_top(row, seen, count)
+            if not ordered:
+                found_values, found = self._in_rank_order(row, found_values, found, count)
             counts[row] = len(found)
             values[row, : len(found)], rows[row, : len(found)] = found_values, found
         self.top = TopLists(values, rows, counts)
@@ -259,13 +276,18 @@ def check_k(k: int, count: int, what: str) -> None:
 
 def load_catalogue(source: Path | str, *, index: str | None = None) -> Catalogue:
     """A run directory (its best checkpoint, scored exactly) or an export folder (its index,
-    when it has one, unless ``index="none"``). Scored exactly, each user's best
-    ``TOP_CACHED`` items are computed now when that is at most ``CACHE_SCORES`` scores."""
+    when it has one, unless ``index="none"``). Each user's best ``TOP_CACHED`` items are found
+    now: scored exactly when that is at most ``CACHE_SCORES`` scores, searched in the index
+    when there are at most ``CACHE_INDEXED_USERS`` users."""
     from coldbrew.serving.export_format import is_export
 
     source = Path(source)
     catalogue = _from_export(source, index) if is_export(source) else _from_run(source, index)
-    if catalogue.index is None and len(catalogue.users) * len(catalogue.item_ids) <= CACHE_SCORES:
+    users, items = len(catalogue.users), len(catalogue.item_ids)
+    if catalogue.index is not None:
+        if users <= CACHE_INDEXED_USERS:
+            catalogue.cache_top_lists()
+    elif users * items <= CACHE_SCORES:
         catalogue.cache_top_lists()
     return catalogue
 
