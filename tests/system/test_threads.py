@@ -72,3 +72,55 @@ def test_a_command_runs_with_the_choice_and_leaves_the_process_as_it_was(monkeyp
     before = torch.get_num_threads()
     main(["data", "info", "synthetic:small"])
     assert seen["n"] == 3 and torch.get_num_threads() == before
+
+
+def test_cpu_times_are_busy_and_total_jiffies_from_proc_stat():
+    stat = "cpu  100 5 50 800 20 1 2 0 0 0\ncpu0 50 2 25 400 10 1 1 0 0 0\nintr 1 2\n"
+    # user 100 + nice 5 + system 50 + irq 1 + softirq 2 + steal 0 = 158 busy; idle 800 and
+    # iowait 20 are not; total 978
+    assert threads.cpu_times(stat) == (158, 978)
+    assert threads.cpu_times("intr 1 2\n") is None
+    assert threads.cpu_times("cpu  1 x 3 4 5\n") is None
+    # 200 of 400 jiffies busy on 2 CPUs: one core busy
+    assert threads.busy_between((158, 978), (358, 1378), 2) == 1.0
+    assert threads.busy_between((158, 978), (158, 978), 2) is None
+
+
+def test_the_automatic_choice_reads_the_cores_busy_now(monkeypatch):
+    monkeypatch.delenv("COLDBREW_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads, "load_average", lambda: 0.0)  # a lagging average says idle
+    monkeypatch.setattr(threads, "busy_cores", lambda: 1.6)
+    choice = threads.current_choice()
+    assert choice.threads == 1 and choice.reason.startswith("busy cores 1.6 on 2 cores")
+    monkeypatch.setattr(threads, "busy_cores", lambda: None)  # no /proc/stat: the average
+    assert threads.current_choice().reason == "1-minute load 0.0 on 2 cores: all 2 free"
+
+    def not_sampled():
+        raise AssertionError("a variable sets the count: nothing to sample")
+
+    monkeypatch.setattr(threads, "busy_cores", not_sampled)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert threads.current_choice().threads == 2
+
+
+def test_one_sample_answers_for_a_while(monkeypatch):
+    readings = iter(["cpu  0 0 0 100 0 0 0 0\n", "cpu  50 0 0 150 0 0 0 0\n"])
+    monkeypatch.setattr(threads, "_read_stat", lambda: next(readings))
+    monkeypatch.setattr(threads, "_sampled", None)
+    monkeypatch.setattr(threads.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    assert threads.busy_cores() == 1.0  # 50 of 100 jiffies busy on 2 CPUs
+    assert threads.busy_cores() == 1.0  # kept: /proc/stat not read again (no third reading)
+    monkeypatch.setattr(threads, "_sampled", (threads.time.monotonic() - 11, 1.0))
+    with pytest.raises(StopIteration):  # older than SAMPLE_KEPT: read again
+        threads.busy_cores()
+
+
+def test_the_busy_cores_of_this_machine_are_a_share_of_its_cores(monkeypatch):
+    monkeypatch.setattr(threads, "_sampled", None)
+    busy = threads.busy_cores()
+    if busy is None:
+        pytest.skip("no /proc/stat here")
+    assert 0.0 <= busy <= (threads.os.cpu_count() or 1)
