@@ -29,13 +29,14 @@ from typing import Any
 
 from coldbrew.errors import ColdbrewError
 
-# a leaderboard's models by how long a seed takes (measured on ml-1m-coldstart), longest first,
-# so the last model to start is a short one; a model not named here goes between the two groups
+# a leaderboard's models by a seed's seconds on ml-1m-coldstart (BENCHMARKS.md's zoo tables),
+# longest first, so the last to start is a short one; a model not named goes between the groups
 LONGEST_FIRST = ("lm", "clcrec", "heater", "dropoutnet", "aldi", "gar", "deepmusic")
 SHORTEST_LAST = ("ridge", "knn", "marec", "bpr")
 STOP_SECONDS = 20.0  # after an interrupt, how long a process may take to stop on its own
-WAIT_SECONDS = 1.0
-IDLE_SECONDS = 5.0  # how long a process that was told to end may take before it is interrupted  # how often the hand-out loop looks for a process that died
+WAIT_SECONDS = 1.0  # how often the hand-out loop looks for a process that died
+IDLE_SECONDS = 10.0  # how long an idle process that was told to end may take to end
+INTERRUPT_GRACE_SECONDS = 1.0  # after Ctrl-C, before the processes still running are interrupted
 
 
 def parse_jobs(text: str | int | None) -> int | str:
@@ -114,9 +115,9 @@ class LineSender(io.TextIOBase):
         return False
 
 
-def sendable(error: BaseException) -> BaseException:
-    """``error`` if it pickles (a ColdbrewError does), else a RuntimeError with its message; its
-    traceback text as the cause."""
+def sendable(error: BaseException) -> tuple[BaseException, str]:
+    """``error`` if it pickles (a ColdbrewError does), else a RuntimeError with its message; and
+    its traceback's text (a cause does not pickle: the parent attaches it)."""
     import traceback
 
     text = "".join(traceback.format_exception(error))
@@ -124,9 +125,7 @@ def sendable(error: BaseException) -> BaseException:
         pickle.loads(pickle.dumps(error))
     except Exception:
         error = RuntimeError(f"{type(error).__name__}: {error}")
-    error.__cause__ = WorkerTraceback("in the worker process:\n" + text)
-    error.__traceback__ = None
-    return error
+    return error.with_traceback(None), text
 
 
 def worker(index: int, inbox, events, threads: int, work: Callable) -> None:
@@ -181,14 +180,19 @@ def run_in_processes(
     for process in processes:
         process.start()
     try:
-        return hand_out(units, inboxes, processes, events, log)
-    finally:
-        stop(processes, inboxes)
+        results, failure = hand_out(units, inboxes, processes, events, log)
+    except BaseException:  # an interrupt, or a process that died: the others stop now
+        stop(processes, inboxes, grace=INTERRUPT_GRACE_SECONDS)
+        raise
+    stop(processes, inboxes, grace=IDLE_SECONDS)  # each is idle: it ends on its None
+    if failure is not None:
+        raise failure
+    return results
 
 
-def hand_out(units, inboxes, processes, events, log) -> dict[str, Any]:
-    """Each unit to the next free process; ``{name: result}``. The first error is raised once
-    the units already running have finished."""
+def hand_out(units, inboxes, processes, events, log) -> tuple[dict[str, Any], Any]:
+    """Each unit to the next free process: ``{name: result}`` and the first error a unit
+    raised (None if none); after an error no unit starts, those running finish."""
     from queue import Empty
 
     waiting, free = deque(units), deque(range(len(processes)))
@@ -213,13 +217,12 @@ def hand_out(units, inboxes, processes, events, log) -> dict[str, Any]:
         if kind == "done":
             results[name] = payload
         elif failure is None:
-            failure = payload
+            failure, text = payload
+            failure.__cause__ = WorkerTraceback(f"in the worker process:\n{text}")
             if running:
                 names = ", ".join(running.values())
-                log(f"[{name}] failed: {payload}; waiting for {names} to finish")
-    if failure is not None:
-        raise failure
-    return results
+                log(f"[{name}] failed: {failure}; waiting for {names} to finish")
+    return results, failure
 
 
 def check_alive(processes, running: dict[int, str]) -> None:
@@ -233,16 +236,16 @@ def check_alive(processes, running: dict[int, str]) -> None:
             )
 
 
-def stop(processes, inboxes) -> None:
-    """Each process's last unit is ``None``: an idle one ends now. One still running after a
-    moment is interrupted (as Ctrl-C would), and ended if it lingers."""
+def stop(processes, inboxes, *, grace: float) -> None:
+    """Each process's last unit is ``None``: an idle one ends now. One still running after
+    ``grace`` seconds is interrupted (as Ctrl-C would), and ended if it lingers."""
     import signal
     import time
 
-    for process, inbox in zip(processes, inboxes):
+    for process, inbox in zip(processes, inboxes, strict=True):
         if process.is_alive():
             inbox.put(None)
-    for wait, interrupt in ((IDLE_SECONDS, True), (STOP_SECONDS, False)):
+    for wait, interrupt in ((grace, True), (STOP_SECONDS, False)):
         deadline = time.monotonic() + wait
         for process in processes:
             process.join(max(0.0, deadline - time.monotonic()))
