@@ -184,8 +184,10 @@ def train_models(
     from coldbrew.research.seeds import all_finished
 
     units = {model: (tuple(base_layers), model, list(seeds), out) for model in models}
-    todo = {model: unit for model, unit in units.items() if not all_finished(out / model, seeds)}
-    results = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
+    results = {}
+    if jobs != 1:  # what is finished is only read back, below
+        todo = {model: units[model] for model in models if not all_finished(out / model, seeds)}
+        results = train_side_by_side(train_model, todo, jobs, log=log)
     cache = DataCache()
     for model in models:
         if model not in results:
