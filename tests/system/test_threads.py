@@ -72,3 +72,19 @@ def test_a_command_runs_with_the_choice_and_leaves_the_process_as_it_was(monkeyp
     before = torch.get_num_threads()
     main(["data", "info", "synthetic:small"])
     assert seen["n"] == 3 and torch.get_num_threads() == before
+
+
+def test_processes_side_by_side_share_the_cores_unless_a_variable_says_otherwise(monkeypatch):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 8)
+    monkeypatch.setattr(threads, "load_average", lambda: 2.2)
+    monkeypatch.delenv("COLDBREW_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert threads.threads_per_process(2).threads == 4  # 8 cores // 2 processes
+    assert threads.threads_per_process(3).threads == 2  # 8 // 3
+    assert threads.threads_per_process(16).threads == 1  # never 0
+    assert threads.free_cores().threads == 6  # 8 - 2.2 = 5.8 -> 6: --jobs auto
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads.threads_per_process(2).threads == 3  # set by the user: kept
+    assert threads.free_cores().threads == 6  # the variables say threads, not processes
+    monkeypatch.setenv("COLDBREW_THREADS", "5")
+    assert threads.threads_per_process(2).threads == 5
