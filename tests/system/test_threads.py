@@ -124,3 +124,19 @@ def test_the_busy_cores_of_this_machine_are_a_share_of_its_cores(monkeypatch):
     if busy is None:
         pytest.skip("no /proc/stat here")
     assert 0.0 <= busy <= (threads.os.cpu_count() or 1)
+
+
+def test_processes_side_by_side_share_the_cores_unless_a_variable_says_otherwise(monkeypatch):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 8)
+    monkeypatch.setattr(threads, "busy_cores", lambda: 2.2)
+    monkeypatch.delenv("COLDBREW_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert threads.threads_per_process(2).threads == 4  # 8 cores // 2 processes
+    assert threads.threads_per_process(3).threads == 2  # 8 // 3
+    assert threads.threads_per_process(16).threads == 1  # never 0
+    assert threads.free_cores().threads == 6  # 8 - 2.2 = 5.8 -> 6: --jobs auto
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads.threads_per_process(2).threads == 3  # set by the user: kept
+    assert threads.free_cores().threads == 6  # the variables say threads, not processes
+    monkeypatch.setenv("COLDBREW_THREADS", "5")
+    assert threads.threads_per_process(2).threads == 5

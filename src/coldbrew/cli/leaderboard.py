@@ -14,6 +14,8 @@ LEADERBOARD_EXAMPLES = """Examples:
   coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
       --epochs 20 --out runs/board-100k --markdown
   coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
+  coldbrew leaderboard --data ml-100k --features genre,text --models knn,deepmusic,gar,ridge \
+      --seeds 1,2 --jobs 2 --out runs/board-2    # two models at once, one per core
 Running the same command again trains only what is missing and prints the table."""
 
 BLEND_EXAMPLES = """Examples:
@@ -46,7 +48,13 @@ def add_parser(commands) -> None:
     board.add_argument(
         "--config",
         help="YAML preset every model starts from (its leaderboard: section may name the models, "
-        "blend and seeds); flags override it",
+        "blend, seeds and jobs); flags override it",
+    )
+    board.add_argument(
+        "--jobs",
+        metavar="N",
+        help="train N models at once, each in its own process (auto: one per free core; "
+        "default 1, or the --config's)",
     )
     board.add_argument("--markdown", action="store_true", help="print a Markdown table")
     board.add_argument("--no-plot", dest="plot", action="store_false", help="no leaderboard.png")
@@ -108,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         parse_blends,
         parse_models,
     )
+    from coldbrew.research.parallel import parse_jobs
     from coldbrew.research.seeds import parse_seeds
 
     flags = config_flags(args)
@@ -122,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     models = parse_models(models)
     seeds = parse_seeds(args.seeds or named.get("seeds") or "1,2,3")
     blends = parse_blends(args.blend or named.get("blend"), models)
+    jobs = parse_jobs(args.jobs or named.get("jobs") or 1)
     base_layers = (preset, Flags(flags))
     quiet = bool(flags.get("quiet"))
     board = leaderboard(
@@ -131,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         blends=blends,
         plot=args.plot,
+        jobs=jobs,
         log=(lambda _: None) if quiet else print,
     )
     if args.markdown:

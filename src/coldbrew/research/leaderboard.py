@@ -63,18 +63,18 @@ def parse_models(text: str) -> list[str]:
 
 
 def board_preset(preset: dict) -> dict[str, str]:
-    """A preset's ``leaderboard:`` section (models, blend, seeds), each value as the command
-    line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``, ``"1,2,3"``); lists are
-    joined. Keys it lacks are left out; any other key is refused."""
+    """A preset's ``leaderboard:`` section (models, blend, seeds, jobs), each value as the
+    command line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``, ``"1,2,3"``,
+    ``"2"``); lists are joined. Keys it lacks are left out; any other key is refused."""
     from coldbrew.config import BOARD_SECTION
 
     section = preset.get(BOARD_SECTION) or {}
     if not isinstance(section, dict):
-        raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of models, blend and seeds")
-    unknown = sorted(set(section) - {"models", "blend", "seeds"})
+        raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of models, blend, seeds, jobs")
+    unknown = sorted(set(section) - {"models", "blend", "seeds", "jobs"})
     if unknown:
         raise ColdbrewError(
-            f"{BOARD_SECTION}: unknown key {unknown[0]!r}; it takes models, blend and seeds"
+            f"{BOARD_SECTION}: unknown key {unknown[0]!r}; it takes models, blend, seeds and jobs"
         )
     return {
         key: ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -152,29 +152,47 @@ def with_earlier(
     return models, blends
 
 
+def train_model(unit: tuple, cache: Any, log: Callable[[str], None]) -> dict:
+    """One model's seeds in ``OUT/MODEL`` (``unit``: base layers, model, seeds, out), resumed
+    where an earlier call stopped; ``cache`` loads each seed's data once."""
+    from coldbrew.research.seeds import is_multi_seed_run, train_seeds
+
+    base_layers, model, seeds, out = unit
+    config = make_config(*base_layers, {"model": model})
+    run_dir = out / model
+    resume = is_multi_seed_run(run_dir)
+    if resume:
+        check_same_settings(run_dir, config)
+    log(f"{model}: {'continuing' if resume else 'training'} seeds {seeds} in {run_dir}")
+    options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
+    return train_seeds(config, run_dir, seeds, resume=resume, **options)
+
+
 def train_models(
     base_layers: Sequence[dict],
     models: Sequence[str],
     seeds: Sequence[int],
     out: Path,
     *,
+    jobs: int | str = 1,
     log: Callable[[str], None],
 ) -> dict[str, dict]:
-    """``{model: its multi-seed results}``, training what is not finished yet."""
+    """``{model: its multi-seed results}``, training what is not finished yet; with ``jobs``
+    above 1, that many models at once (``coldbrew.research.parallel``), the rest read back."""
+    from coldbrew.research.parallel import train_side_by_side
     from coldbrew.research.search import DataCache
-    from coldbrew.research.seeds import is_multi_seed_run, train_seeds
+    from coldbrew.research.seeds import all_finished
 
-    cache, results = DataCache(), {}
+    units = {model: (tuple(base_layers), model, list(seeds), out) for model in models}
+    results = {}
+    if jobs != 1:  # what is finished is only read back, below
+        todo = {model: units[model] for model in models if not all_finished(out / model, seeds)}
+        results = train_side_by_side(train_model, todo, jobs, log=log)
+    cache = DataCache()
     for model in models:
-        config = make_config(*base_layers, {"model": model})
-        run_dir = out / model
-        resume = is_multi_seed_run(run_dir)
-        if resume:
-            check_same_settings(run_dir, config)
-        log(f"{model}: {'continuing' if resume else 'training'} seeds {seeds} in {run_dir}")
-        options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
-        results[model] = train_seeds(config, run_dir, seeds, resume=resume, **options)
-    return results
+        if model not in results:
+            results[model] = train_model(units[model], cache, log)
+    return {model: results[model] for model in models}
 
 
 def parse_blends(text: str | None, models: Sequence[str]) -> list[list[str]]:
@@ -310,10 +328,12 @@ def leaderboard(
     conventions: Sequence[str] = CONVENTIONS,
     blends: Sequence[Sequence[str]] = (),
     plot: bool = True,
+    jobs: int | str = 1,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and score every model × seed (and each blend of them: its weights chosen on val
-    under the run options' cold-candidate convention); write and return the board."""
+    under the run options' cold-candidate convention), ``jobs`` models at once (or ``auto``);
+    write and return the board."""
     from coldbrew.training.checkpoint import RunLock
     from coldbrew.training.run import write_json, write_text
     from coldbrew.training.run_dir import check_out_dir
@@ -324,7 +344,7 @@ def leaderboard(
     models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        trained = train_models(base_layers, models, seeds, out, log=log)
+        trained = train_models(base_layers, models, seeds, out, jobs=jobs, log=log)
         trained |= blend_models(blends, seeds, out, log=log)
         rows = [model_row(model, trained, out, conventions) for model in trained]
         header, cells = table_cells(rows)

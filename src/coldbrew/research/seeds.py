@@ -49,6 +49,15 @@ def is_multi_seed_run(run_dir: Path | str) -> bool:
     return (Path(run_dir) / SEEDS_FILE).exists()
 
 
+def all_finished(run_dir: Path | str, seeds: Sequence[int]) -> bool:
+    """Whether a multi-seed run has every seed it holds and every one of ``seeds`` finished:
+    resuming it would only read results back."""
+    if not is_multi_seed_run(run_dir):
+        return False
+    wanted = {*saved_seeds(run_dir), *seeds}
+    return all(seed_state(seed_dir(run_dir, seed)) == "finished" for seed in wanted)
+
+
 def saved_seeds(run_dir: Path | str) -> list[int]:
     path = Path(run_dir) / SEEDS_FILE
     try:

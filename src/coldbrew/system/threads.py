@@ -158,6 +158,26 @@ def current_choice() -> ThreadChoice:
     return choose_threads(usable_cores(), load_average(), setting, omp)
 
 
+def free_cores() -> ThreadChoice:
+    """The load rule alone (no variable read): how many cores are free for work now (the
+    cores busy now, else the 1-minute load average)."""
+    busy = busy_cores()
+    if busy is not None:
+        return choose_threads(usable_cores(), busy, measure="busy cores")
+    return choose_threads(usable_cores(), load_average())
+
+
+def threads_per_process(processes: int) -> ThreadChoice:
+    """Torch threads for each of ``processes`` processes that work at once: an explicit
+    ``COLDBREW_THREADS`` or ``OMP_NUM_THREADS`` as set, else the usable cores shared out."""
+    setting, omp = os.environ.get(THREADS_VARIABLE), os.environ.get("OMP_NUM_THREADS")
+    if (setting or "auto").strip() != "auto" or (omp or "").strip():
+        return choose_threads(usable_cores(), None, setting, omp)
+    cores = usable_cores()
+    share = max(1, cores // processes)
+    return ThreadChoice(share, f"{cores} usable cores shared by {processes} processes")
+
+
 def apply_threads() -> ThreadChoice:
     """``torch.set_num_threads`` with ``current_choice()``; returns the choice."""
     import torch

@@ -1,0 +1,107 @@
+"""Work in several spawned processes (``coldbrew.research.parallel``): results, lines with
+their unit's name, torch threads and a cache per process, the first error raised here as it
+was raised there, a process that dies, an interrupt that stops every process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import warnings
+
+import pytest
+
+from coldbrew.errors import ColdbrewError
+from coldbrew.research.parallel import longest_first, parse_jobs, resolve_jobs, run_in_processes
+
+
+# the work functions: module-level, so a spawned process imports them by name
+def report(unit, cache, log):
+    """Unit "refuse" raises a ColdbrewError, "slow" sleeps first; the others report where they
+    ran."""
+    import torch
+
+    log(f"started {unit}")
+    if unit == "refuse":
+        raise ColdbrewError("refused here, in one line")
+    if unit == "slow":
+        time.sleep(2)
+    print(f"printed by {unit}")
+    warnings.warn(f"careful with {unit}", stacklevel=2)
+    return {"unit": unit, "threads": torch.get_num_threads(), "cache": type(cache).__name__}
+
+
+def dies(unit, cache, log):
+    os._exit(3)
+
+
+def sleeps(unit, cache, log):
+    log("sleeping")
+    time.sleep(120)
+
+
+def test_units_run_in_processes_with_their_threads_cache_and_named_lines():
+    lines: list[str] = []
+    units = [("a", "a"), ("b", "b"), ("c", "c")]
+    results = run_in_processes(report, units, 2, threads=2, log=lines.append)
+    assert results == {
+        name: {"unit": name, "threads": 2, "cache": "DataCache"} for name in ("a", "b", "c")
+    }
+    for name in ("a", "b", "c"):
+        assert f"[{name}] started {name}" in lines
+        assert f"[{name}] printed by {name}" in lines
+        assert f"[{name}] warning: careful with {name}" in lines  # one line, no source path
+    assert not multiprocessing.active_children()
+
+
+def test_the_first_error_is_raised_here_after_the_running_units_finish_and_no_more_start():
+    lines: list[str] = []
+    units = [("slow", "slow"), ("refuse", "refuse"), ("later", "later")]
+    with pytest.raises(ColdbrewError, match="^refused here, in one line$") as raised:
+        run_in_processes(report, units, 2, threads=1, log=lines.append)
+    assert "[slow] printed by slow" in lines  # running when the error came: it finished
+    assert not any(line.startswith("[later]") for line in lines)  # never started
+    assert any("waiting for slow to finish" in line for line in lines)
+    assert "in the worker process" in str(raised.value.__cause__)  # COLDBREW_DEBUG shows it
+    assert not multiprocessing.active_children()
+
+
+def test_a_process_that_dies_is_an_error_naming_its_unit():
+    with pytest.raises(ColdbrewError, match="process training knn ended .*exit code 3"):
+        run_in_processes(dies, [("knn", None)], 1, threads=1, log=lambda line: None)
+    assert not multiprocessing.active_children()
+
+
+def test_an_interrupt_stops_every_process():
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_in_processes(sleeps, [("a", None), ("b", None)], 2, threads=1, log=interrupt)
+    assert not multiprocessing.active_children()
+    assert time.monotonic() - start < 60  # not the 120 s the units sleep
+
+
+def test_jobs_are_a_positive_count_or_auto():
+    assert parse_jobs("2") == 2 and parse_jobs(" AUTO ") == "auto" and parse_jobs(None) == 1
+    for wrong in ("0", "-1", "x", "1.5"):
+        with pytest.raises(ColdbrewError, match="--jobs must be a positive number .* or auto"):
+            parse_jobs(wrong)
+    assert resolve_jobs(4, 3) == 3  # never more processes than units
+    assert resolve_jobs(2, 0) == 1
+    assert 1 <= resolve_jobs("auto", 100) <= os.cpu_count()
+
+
+def test_the_longest_models_start_first_and_unknown_ones_before_the_closed_form_ones():
+    names = ["knn", "mystery", "deepmusic", "clcrec", "bpr", "lm", "gar", "ridge"]
+    assert longest_first(names) == [
+        "lm",
+        "clcrec",
+        "gar",
+        "deepmusic",
+        "mystery",
+        "ridge",
+        "knn",
+        "bpr",
+    ]
