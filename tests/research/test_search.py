@@ -48,10 +48,14 @@ def test_three_trials_prune_the_bad_ones_and_the_study_resumes(tmp_path):
     completed = json.loads((out / "trial-000" / "results.json").read_text())
     assert rows[0]["value"] == completed["early_stop"]["best"]
     assert rows[0]["best_epoch"] == completed["best_epoch"]
+    # the report half's value of the completed trial is shown beside the select half's
+    assert rows[0]["report"] == completed["metrics"]["report"]["cold"]["recall@5"]
+    assert rows[0]["report"] != rows[0]["value"] and rows[1]["report"] is None  # pruned
     assert json.loads((out / "trials.json").read_text())["trials"] == json.loads(json.dumps(rows))
     table = format_trials_table(rows, "cold/recall@5").splitlines()
     assert table[0].split()[:4] == ["trial", "state", "val", "cold/recall@5"]
     assert table[2].split()[2] == f"~{rows[1]['last_reported']:.4f}"  # pruned: its last report
+    assert table[1].split()[3] == f"{rows[0]['report']:.4f}" and table[0].split()[4] == "report"
     assert any("trial 1 pruned after epoch 1: best val" in line for line in lines)
 
     preset = load_yaml(result["preset"])

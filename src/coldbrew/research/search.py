@@ -285,7 +285,7 @@ def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, 
             results = train_seeds(config, run_dir, seeds, load_data=cache, **options)
         else:
             results = train_with_curves(config, run_dir, dataset=cache(config), **options)
-        record_results(trial, results)
+        record_results(trial, results, monitor)
         value = (results.get("metrics") or {}).get("val", {}).get(monitor.section, {})
         value = value.get(monitor.metric)
         return float(value["mean"] if isinstance(value, dict) else value)
@@ -293,16 +293,23 @@ def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, 
     return objective
 
 
-def record_results(trial, results: dict) -> None:
+def record_results(trial, results: dict, monitor=None) -> None:
+    """What the trial's run took, and with ``monitor`` its value on the report half (shown
+    beside the select half's, never read to choose)."""
     from coldbrew.research.summary import is_aggregate, run_summary
 
     summary = results if "seeds" in results else run_summary(results)
     timing = summary.get("timing") or {}
+    report = None
+    if monitor is not None:
+        report = (results.get("metrics") or {}).get("report", {}).get(monitor.section, {})
+        report = report.get(monitor.metric)
     for name, value in (
         ("best_epoch", summary.get("best_epoch")),
         ("epochs_run", summary.get("epochs_run")),
         ("seconds_to_best", timing.get("seconds_to_best")),
         ("samples_per_second", timing.get("samples_per_second")),
+        ("report", report),
     ):
         trial.set_user_attr(name, value["mean"] if is_aggregate(value) else value)
 

@@ -29,6 +29,7 @@ def trial_rows(study) -> list[dict[str, Any]]:
                 "trial": trial.number,
                 "state": state,
                 "value": trial.value,
+                "report": attrs.get("report"),  # the report half: shown, never chosen on
                 "params": dict(trial.params),
                 "best_epoch": attrs.get("best_epoch"),
                 "epochs_run": attrs.get("epochs_run", attrs.get("pruned_at_epoch")),
@@ -57,7 +58,8 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
     """An aligned text table; a pruned trial shows its last reported value, marked ~ (the best
     validation value before it was stopped)."""
     names = list(dict.fromkeys(name for row in rows for name in row["params"]))
-    header = ["trial", "state", f"val {key}", "best epoch", "epochs", "s to best", *names]
+    header = ["trial", "state", f"val {key}", "report", "best epoch", "epochs", "s to best"]
+    header += names
     cells = []
     for row in rows:
         value = _cell(row["value"])
@@ -69,6 +71,7 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
                 str(row["trial"]),
                 row["state"],
                 value,
+                _cell(row.get("report")),
                 _cell(row["best_epoch"]),
                 _cell(row["epochs_run"]),
                 "-" if seconds is None else f"{seconds:.1f}",
