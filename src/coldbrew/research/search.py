@@ -286,11 +286,17 @@ def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, 
         else:
             results = train_with_curves(config, run_dir, dataset=cache(config), **options)
         record_results(trial, results, monitor)
-        value = (results.get("metrics") or {}).get("val", {}).get(monitor.section, {})
-        value = value.get(monitor.metric)
+        value = monitored(results, "val", monitor)
         return float(value["mean"] if isinstance(value, dict) else value)
 
     return objective
+
+
+def monitored(results: dict, half: str, monitor) -> Any:
+    """The monitored metric of a run's (or multi-seed run's) ``results`` on ``half`` (``val``,
+    the select half, or ``report``): a value, a mean ± std mapping, or None."""
+    section = (results.get("metrics") or {}).get(half, {}).get(monitor.section, {})
+    return section.get(monitor.metric)
 
 
 def record_results(trial, results: dict, monitor=None) -> None:
@@ -300,10 +306,7 @@ def record_results(trial, results: dict, monitor=None) -> None:
 
     summary = results if "seeds" in results else run_summary(results)
     timing = summary.get("timing") or {}
-    report = None
-    if monitor is not None:
-        report = (results.get("metrics") or {}).get("report", {}).get(monitor.section, {})
-        report = report.get(monitor.metric)
+    report = None if monitor is None else monitored(results, "report", monitor)
     for name, value in (
         ("best_epoch", summary.get("best_epoch")),
         ("epochs_run", summary.get("epochs_run")),

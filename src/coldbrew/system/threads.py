@@ -146,16 +146,22 @@ def choose_threads(
     return ThreadChoice(free, reason)
 
 
+def _variables() -> tuple[str | None, str | None]:
+    """``COLDBREW_THREADS`` and ``OMP_NUM_THREADS`` as set (None: unset)."""
+    return os.environ.get(THREADS_VARIABLE), os.environ.get("OMP_NUM_THREADS")
+
+
+def _set_by_variable(setting: str | None, omp: str | None) -> bool:
+    return (setting or "auto").strip() != "auto" or bool((omp or "").strip())
+
+
 def current_choice() -> ThreadChoice:
-    """``choose_threads`` for this machine and environment now: the cores busy now where
-    ``/proc/stat`` tells them (sampled only when no variable sets the count), else the 1-minute
-    load average."""
-    setting, omp = os.environ.get(THREADS_VARIABLE), os.environ.get("OMP_NUM_THREADS")
-    automatic = (setting or "auto").strip() == "auto" and not (omp or "").strip()
-    busy = busy_cores() if automatic else None
-    if busy is not None:
-        return choose_threads(usable_cores(), busy, setting, omp, measure="busy cores")
-    return choose_threads(usable_cores(), load_average(), setting, omp)
+    """``choose_threads`` for this machine and environment now: a variable's count when one
+    is set (nothing sampled then), else ``free_cores()``."""
+    setting, omp = _variables()
+    if _set_by_variable(setting, omp):
+        return choose_threads(usable_cores(), None, setting, omp)
+    return free_cores()
 
 
 def free_cores() -> ThreadChoice:
@@ -170,8 +176,8 @@ def free_cores() -> ThreadChoice:
 def threads_per_process(processes: int) -> ThreadChoice:
     """Torch threads for each of ``processes`` processes that work at once: an explicit
     ``COLDBREW_THREADS`` or ``OMP_NUM_THREADS`` as set, else the usable cores shared out."""
-    setting, omp = os.environ.get(THREADS_VARIABLE), os.environ.get("OMP_NUM_THREADS")
-    if (setting or "auto").strip() != "auto" or (omp or "").strip():
+    setting, omp = _variables()
+    if _set_by_variable(setting, omp):
         return choose_threads(usable_cores(), None, setting, omp)
     cores = usable_cores()
     share = max(1, cores // processes)
