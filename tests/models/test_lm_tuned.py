@@ -4,6 +4,8 @@ check before the states are built, and ``coldbrew memory`` for the mode."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -11,6 +13,7 @@ from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build
+from coldbrew.models.lm.split import upper_parameters
 from coldbrew.models.lm.tuned import check_states_fit, states_bytes
 from lm_support import fixed_batch, tiny_dataset
 
@@ -130,6 +133,60 @@ def test_a_loaded_state_makes_the_table_recomputed(gpt2):
     with torch.no_grad():
         text = fresh.tuned(torch.arange(12), rows=1)  # reads the table: recomputed first
     torch.testing.assert_close(text, trained.tuned.vectors)
+
+
+def test_the_best_epochs_table_is_read_back_from_memory_not_recomputed(gpt2):
+    """A run's end: the best epoch's adapters load after later steps changed them; its table
+    comes from memory, equal to recomputing it, and other weights still run the layers."""
+    model = make(gpt2, tune_items=3)
+    lora_b = [p for name, p in model.named_parameters() if "lora_B" in name]
+    with torch.no_grad():
+        for parameter in lora_b:
+            parameter.normal_(std=0.5)
+    best_table = model.tuned.all_vectors()  # the "best epoch"'s evaluation
+    best_state = copy.deepcopy(model.state_dict())
+    with torch.no_grad():
+        lora_b[0].add_(0.3)  # later training
+    later_table = model.tuned.all_vectors()
+    assert not torch.allclose(later_table, best_table, atol=1e-4)
+    counts = counting_upper(model)
+    model.load_state_dict(best_state)
+    assert model.tuned.stale
+    torch.testing.assert_close(model.tuned.all_vectors(), best_table, rtol=0, atol=0)
+    assert counts == []  # no pass over the catalogue
+    model.tuned.kept.clear()
+    torch.testing.assert_close(model.tuned.all_vectors(), best_table, rtol=0, atol=0)
+    assert counts  # the same numbers when recomputed
+    counts.clear()
+    names = dict(upper_parameters(model.tuned.backbone.model, model.tuned.backbone.split))
+    frozen = next(p for p in names.values() if not p.requires_grad)
+    with torch.no_grad():
+        frozen.add_(0.01)  # a frozen weight of the tuned layer changed (another checkpoint)
+    model.tuned.all_vectors()
+    assert counts  # recomputed: the key follows the tuned layers' frozen weights too
+
+
+def test_the_key_reads_the_tuned_layers_not_the_lower_ones_or_embeddings(gpt2):
+    backbone = make(gpt2, tune_items=3).tuned.backbone
+    names = [name for name, _ in upper_parameters(backbone.model, backbone.split)]
+    assert names and all(name.startswith(("h.1.", "ln_f.")) for name in names), names
+    assert any("lora_" in name for name in names)
+
+
+def test_kept_tables_are_bounded_by_bytes(gpt2, monkeypatch):
+    from coldbrew.models.lm import tuned as tuned_module
+
+    model = make(gpt2, tune_items=3)
+    one = model.tuned.vectors.numel() * 4
+    monkeypatch.setattr(tuned_module, "KEPT_TABLES_BYTES", 2 * one)
+    lora_b = next(p for name, p in model.named_parameters() if "lora_B" in name)
+    keys = []
+    for step in range(4):
+        with torch.no_grad():
+            lora_b.fill_(0.1 * (step + 1))
+        model.tuned.all_vectors()
+        keys.append(model.tuned.weights_key())
+    assert list(model.tuned.kept) == keys[-2:]  # the two newest, the oldest dropped first
 
 
 def test_coldbrew_memory_estimates_tune_mode_from_shapes(gpt2, monkeypatch):

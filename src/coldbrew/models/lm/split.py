@@ -128,3 +128,16 @@ def upper_states(
     replacements = {recipe.layers: nn.ModuleList(layers[split:]), recipe.entry: entry}
     with _swapped(model, replacements):
         return model(inputs_embeds=states, attention_mask=attention_mask).last_hidden_state
+
+
+def upper_parameters(model: nn.Module, split: int) -> Iterator[tuple[str, nn.Parameter]]:
+    """``(name, parameter)`` of what ``upper_states`` reads: every parameter but the lower
+    ``split`` layers', the entry module's and the token embeddings' (the held states stand in
+    for them)."""
+    recipe = recipe_for(model)
+    layers = model.get_submodule(recipe.layers)
+    skipped = [*layers[:split], model.get_submodule(recipe.entry), model.get_input_embeddings()]
+    unread = {id(parameter) for module in skipped for parameter in module.parameters()}
+    for name, parameter in model.named_parameters():
+        if id(parameter) not in unread:
+            yield name, parameter

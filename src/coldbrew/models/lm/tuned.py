@@ -24,12 +24,17 @@ all of them is what made ``dynamic`` mode cost a day per epoch.
 Evaluation (``all_vectors``) runs the top layers over every item without gradients and
 refreshes the whole table. The states and the table are data, not state: a checkpoint holds the
 adapters (and the heads), and after loading one the table is recomputed before it is read.
+Full tables are also kept in memory by a digest of the weights they were computed from (the
+tuned layers', adapters and frozen; ``KEPT_TABLES_BYTES`` at most): loading
+the best epoch's checkpoint at the end of a run finds its table there instead of running the
+layers over the catalogue again (the same numbers: the same weights through the same calls).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections import OrderedDict
 from pathlib import Path
 
 import torch
@@ -39,10 +44,13 @@ from tqdm.auto import tqdm
 from coldbrew.data.text_encoder import read_cached, write_cached
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
+from coldbrew.models.lm.split import upper_parameters
 from coldbrew.system.terminal import bars_shown
 
 # of the RAM available when the states are built, what they may take
 STATES_SHARE_OF_AVAILABLE = 0.6
+# full tables kept in memory by their weights (the oldest out first when over; one always)
+KEPT_TABLES_BYTES = 256 * 2**20
 
 
 def states_bytes(num_items: int, tokens: int, width: int) -> int:
@@ -119,6 +127,7 @@ class TunedText(nn.Module):
         self.register_buffer("item_states", states, persistent=False)  # (N, T, width)
         self.register_buffer("vectors", torch.empty(len(lengths), width), persistent=False)
         self.stale = True  # the table is filled on first read
+        self.kept: OrderedDict[str, torch.Tensor] = OrderedDict()  # weights -> full table
         self.register_load_state_dict_post_hook(_mark_stale)
 
     def _held_states(
@@ -205,13 +214,33 @@ class TunedText(nn.Module):
     @torch.no_grad()
     def all_vectors(self) -> torch.Tensor:
         """Every item's vector ``(N, width)`` from the tuned layers as they are now; refreshes
-        the table."""
-        order = torch.argsort(self.item_lengths, descending=True)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            self.vectors[rows] = self.encode(rows)
+        the table (from memory when these weights' table is kept)."""
+        key = self.weights_key()
+        if key in self.kept:
+            self.vectors.copy_(self.kept[key])
+        else:
+            order = torch.argsort(self.item_lengths, descending=True)
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                self.vectors[rows] = self.encode(rows)
+            self._keep(key)
         self.stale = False
         return self.vectors.clone()
+
+    def weights_key(self) -> str:
+        """A digest of every weight the tuned layers read (their LoRA adapters and frozen
+        weights; not the lower layers', whose work the held states already hold)."""
+        digest = hashlib.sha256()
+        for name, parameter in upper_parameters(self.backbone.model, self.backbone.split):
+            digest.update(name.encode())
+            digest.update(parameter.detach().cpu().contiguous().flatten().view(torch.uint8).numpy())
+        return digest.hexdigest()
+
+    def _keep(self, key: str) -> None:
+        self.kept[key] = self.vectors.clone()
+        each = self.vectors.numel() * self.vectors.element_size()
+        while len(self.kept) > max(1, KEPT_TABLES_BYTES // each):
+            self.kept.popitem(last=False)  # the oldest evaluation's
 
 
 def _mark_stale(module: TunedText, _incompatible) -> None:
