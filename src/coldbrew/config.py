@@ -412,6 +412,7 @@ def check_usable_options(config: TrainConfig, given: Iterable[str]) -> None:
 USE_REASONS = {
     "knn": " (it trains nothing: cold items average their content neighbours' vectors)",
     "blend": " (it trains nothing and takes its data and features from its runs)",
+    "lm": " (its own --backbone reads the item texts; the text encoder's vectors are left out)",
 }
 
 

@@ -98,6 +98,7 @@ MODELS: dict[str, ModelSpec] = {
         "LM metadata recommender: item and user text through a language model, cached or LoRA",
         run_defaults={"lr": 0.0013, "batch_size": 1024},  # with LMConfig's: a search's best
         absent_options={"score": "dot", "item_features": False},  # id_dropout was saved
+        ignores=("text_encoder",),  # its backbone reads the texts; the text block is left out
     ),
     "lstm": ModelSpec(
         "lstm",

@@ -38,6 +38,7 @@ def test_an_interrupt_a_library_swallowed_still_exits_130(monkeypatch, capsys):
         (["--model", "knn", "--epochs", "3", "--lr", "0.1"], "knn cannot use --epochs, --lr"),
         (["--model", "blend", "--features", "content"], "blend cannot use --features"),
         (["--features", "content", "--text-encoder", "mpnet"], "content has no text block"),
+        (["--model", "lm", "--text-encoder", "mpnet"], "lm cannot use --text-encoder (its own"),
     ],
 )
 def test_options_a_model_cannot_use_are_refused_in_one_line(tmp_path, capsys, flags, message):
@@ -56,6 +57,19 @@ def test_options_a_model_cannot_use_do_not_split_a_leaderboard(tmp_path):
     check_same_settings(tmp_path, make_config({"model": "knn", "epochs": 5, "lr": 0.1}))
     with pytest.raises(ColdbrewError, match="other settings \\(neighbors"):
         check_same_settings(tmp_path, make_config({"model": "knn", "neighbors": 8}))
+
+
+def test_an_lm_run_serves_a_board_of_any_text_encoder(tmp_path):
+    """The LM reads texts through its own backbone: a board on mpnet reuses its MiniLM run; a
+    model that reads the text block does not."""
+    from coldbrew.config import config_yaml, make_config
+    from coldbrew.research.leaderboard import check_same_settings
+
+    (tmp_path / "config.yaml").write_text(config_yaml(make_config({"model": "lm"})))
+    check_same_settings(tmp_path, make_config({"model": "lm", "text_encoder": "mpnet@128"}))
+    (tmp_path / "config.yaml").write_text(config_yaml(make_config({"model": "gar"})))
+    with pytest.raises(ColdbrewError, match="other settings \\(text_encoder"):
+        check_same_settings(tmp_path, make_config({"model": "gar", "text_encoder": "mpnet"}))
 
 
 def test_an_empty_or_file_parent_out_says_what_is_wrong(tmp_path, capsys, monkeypatch):
