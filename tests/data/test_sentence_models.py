@@ -112,7 +112,9 @@ def test_a_budget_shortens_the_folder_length_and_changes_the_key(folder):
     own = sentence_model(str(folder))
     short = sentence_model(f"{folder}@16")
     assert (short.backbone, short.pooling, short.normalize) == (
-        own.backbone, own.pooling, own.normalize
+        own.backbone,
+        own.pooling,
+        own.normalize,
     )
     assert (own.max_length, short.max_length) == (64, 16)
     assert text_encoder.encoder_identity(f"{folder}@16") != text_encoder.encoder_identity(
