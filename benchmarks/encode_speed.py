@@ -18,9 +18,9 @@ text's vector at the encoder's own budget and in length order; the load before a
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
@@ -30,10 +30,6 @@ from coldbrew.data.onnx_encoder import onnx_forward, resolve_runtime, takes_onnx
 from coldbrew.data.paths import cache_dir
 from coldbrew.data.sentence_models import sentence_model
 from coldbrew.data.text_encoder import _encode
-
-
-def load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def encode(texts, loaded, model, budget, batch_size, sorted_batches, forward=None):
@@ -88,7 +84,7 @@ def main() -> None:
     print(
         f"{args.encoder}, {len(texts)} texts, {torch.get_num_threads()} thread(s), "
         f"{'onnx' if forward else 'torch'}; tokens: 10/50/90 % {quantiles}, max {lengths[-1]}; "
-        f"own budget {model.max_length}; load {load()}"
+        f"own budget {model.max_length}; load {os.getloadavg()}"
     )
     budgets = [int(b) for b in args.budgets.split(",")]
     orders = (True,) if args.length_order_only else (True, False)
@@ -115,7 +111,7 @@ def main() -> None:
             f"(rounds: {', '.join(f'{s:.1f}' for s in seconds[budget, order])} s) "
             f"least cosine to reference {cosine:.5f}"
         )
-    print(f"load after: {load()}")
+    print(f"load after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
