@@ -6,7 +6,10 @@ data-dependent shape, and one graph for ``torch.compile(fullgraph=True)``.
 picks on a GPU), bf16 autocast. Every op dispatched in a step is checked; an op that reads a
 device value back to the host (``aten._local_scalar_dense``: ``.item()``, ``int(t)``, ``if t``)
 or whose output size depends on values (``nonzero``, ``masked_select``, ``unique``, indexing
-with a boolean mask) would stall a GPU, so the step must have none after its first run.
+with a boolean mask) would stall a GPU, so the step must have none after its first run. So
+would an indexed write of a host scalar (``mask[idx] = True``): the value is made on the host
+(``aten.lift_fresh``) and copied to the device. On an H100 that was the step's two syncs, which
+the checker missed until it tracked such values (docs/gpu.md, "Measured on a GPU").
 Adam's step counters are the one exception: they live on the host even when the parameters
 are on a GPU (``capturable=False``), so reading them is not a device sync.
 """
@@ -35,6 +38,7 @@ DATA_DEPENDENT = {
     aten.repeat_interleave,
 }
 MASKABLE = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
+INDEXED_WRITES = {aten.index_put, aten.index_put_, aten._index_put_impl_}
 
 
 class NoHostSync(TorchDispatchMode):
@@ -43,10 +47,15 @@ class NoHostSync(TorchDispatchMode):
     def __init__(self, host_tensors=()):
         super().__init__()
         self.host_tensors = {id(tensor) for tensor in host_tensors}
+        self.fresh: list[torch.Tensor] = []  # host-made values, kept alive so ids stay unique
         self.found: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         packet = func.overloadpacket
+        if packet is aten.lift_fresh:
+            self.fresh.append(args[0])
+        if packet in INDEXED_WRITES and any(args[2] is value for value in self.fresh):
+            self.found.append(f"{func} of a host scalar")
         if packet in SYNCING and not (args and id(args[0]) in self.host_tensors):
             self.found.append(str(func))
         if packet in DATA_DEPENDENT:
@@ -94,11 +103,15 @@ def test_the_checker_catches_what_it_looks_for():
         _ = values[values > 1]
         _ = values.nonzero()
         _ = torch.unique(values)
+        values[torch.tensor([0])] = 1.0
+        values.index_fill_(0, torch.tensor([0]), 1.0)  # the value is a kernel argument: fine
+        values[torch.tensor([1])] = values[:1].clone()  # a device value: fine
     assert spy.found == [
         "aten._local_scalar_dense.default",
         "aten.index.Tensor with a boolean mask",
         "aten.nonzero.default",
         "aten._unique2.default",
+        "aten.index_put_.default of a host scalar",
     ]
 
 

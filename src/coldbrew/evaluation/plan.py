@@ -163,7 +163,7 @@ class PairPositives:
                 self.table = torch.zeros(size, dtype=bits.dtype, device=items.device)
             self.table[keys] = bits
             found = torch.take(self.table, query)
-            self.table[keys] = 0  # all zeros again for the next chunk, without a memset
+            self.table.index_fill_(0, keys, 0)  # zeros for the next chunk, without a memset
             return found
         if keys.numel() == 0:
             return torch.zeros(query.shape, dtype=bits.dtype, device=items.device)

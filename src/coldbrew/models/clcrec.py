@@ -102,8 +102,8 @@ class CLCRec(Recommender):
         if self.mix_mode == "bernoulli":
             return torch.rand(shape, device=device) < self.num_sample
         mask = torch.zeros(rows, dtype=torch.bool, device=device)
-        mask[torch.randint(rows, (int(rows * self.num_sample),), device=device)] = True
-        return mask.view(shape)
+        chosen = torch.randint(rows, (int(rows * self.num_sample),), device=device)
+        return mask.index_fill_(0, chosen, True).view(shape)  # no host scalar copied in
 
     def forward(self, batch: Batch) -> LossOutput:
         users, items = batch.users, batch.items  # (B,), (B, 1 + K)

@@ -156,7 +156,9 @@ def distinct_items(
     cuts the padding at the cost of one device→host read (free on CPU).
     """
     present = torch.zeros(num_items, dtype=torch.bool, device=items.device)
-    present[items.reshape(-1)] = True
+    # index_fill_ takes the value as a kernel argument; `present[idx] = True` copies a host
+    # scalar to the device, a host sync on every step (seen on an H100: docs/gpu.md)
+    present.index_fill_(0, items.reshape(-1), True)
     position = torch.cumsum(present, 0) - 1  # (num_items,) slot of each present item
     capacity = min(num_items, items.numel())
     slot = torch.where(present, position, torch.full_like(position, capacity))

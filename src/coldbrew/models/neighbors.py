@@ -66,7 +66,7 @@ def distinct_ids(ids: torch.Tensor, num_ids: int, trim: bool) -> tuple[torch.Ten
         distinct = torch.unique(ids)
         return distinct, torch.ones_like(distinct, dtype=torch.bool)
     present = torch.zeros(num_ids, dtype=torch.bool, device=ids.device)
-    present[ids] = True
+    present.index_fill_(0, ids, True)  # not `present[ids] = True`: a host→device copy
     capacity = min(num_ids, len(ids))
     slot = torch.where(present, torch.cumsum(present, 0) - 1, capacity)  # (num_ids,)
     distinct = torch.zeros(capacity + 1, dtype=torch.long, device=ids.device)
