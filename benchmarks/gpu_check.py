@@ -41,8 +41,8 @@ SECTIONS = [
     ("clcrec_fastest", gpu_sections.clcrec_fastest, 75),
     ("clcrec_eval", gpu_sections.clcrec_eval, 25),
     ("sync_free", gpu_sections.sync_free, 50),
-    ("pytest_gpu", gpu_machine_sections.pytest_gpu, 60),
-    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 75),
+    ("pytest_gpu", gpu_machine_sections.pytest_gpu, 120),  # 60 s: stopped on an H100
+    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 120),  # 75 s: likewise
     ("ml1m_clcrec", gpu_sections.ml1m_clcrec, 45),
     ("zoo", gpu_sections.zoo, 90),
     ("lm", gpu_sections.lm, 45),

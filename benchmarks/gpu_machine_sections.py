@@ -3,12 +3,14 @@ the GPU-marked tests, and a large synthetic run against ``coldbrew memory``'s es
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from gpu_sections import ROOT, Record, clcrec_config, config_for
@@ -44,6 +46,9 @@ def profile(plan: dict, given: dict, record: Record) -> None:
     record("report", report)
     record("table", profile_table(report))
     record("headline", f"{report['samples_per_second']:,.0f} samples/s; {report['verdict']}")
+
+
+PROGRESS_STEPS = 25  # the synthetic run's steps between two records
 
 
 def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
@@ -84,13 +89,27 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     reset_peak_rss()
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
     trainer = build_trainer(config, dataset, fixed_shapes=not cuda)  # the GPU path either way
     device = trainer.runtime.device
+    record("build_seconds", time.perf_counter() - started)
+
+    def training_peak() -> int:
+        return peak_memory_bytes(device) if cuda else peak_rss_bytes() - baseline
+
+    # train_epoch's steps, recorded as they go: a section stopped at its box (as the first H100
+    # run was, with nothing kept) still has the peak and the pace of the steps it ran
+    count, step_samples = trainer.task.num_samples(), trainer.step_samples
+    order, steps_total = trainer.task.epoch_order(), math.ceil(count / step_samples)
     started = time.perf_counter()
-    trainer.train_epoch()
-    synchronize(device)
-    train_seconds = time.perf_counter() - started
-    train_peak = peak_memory_bytes(device) if cuda else peak_rss_bytes() - baseline
+    for step, first in enumerate(range(0, count, step_samples), start=1):
+        trainer.train_step(order[first : first + step_samples])
+        if step % PROGRESS_STEPS == 0 or step == steps_total:
+            synchronize(device)
+            seconds = time.perf_counter() - started
+            record("training", {"steps": step, "of": steps_total, "seconds": seconds})
+            record("estimate_over_measured", estimate["training_peak_bytes"] / training_peak())
+    train_seconds, train_peak = time.perf_counter() - started, training_peak()
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     started = time.perf_counter()
@@ -120,43 +139,66 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     )
 
 
-def junit_outcomes(path: Path) -> dict[str, dict]:
-    """{test id: {outcome, message}} from pytest's JUnit XML."""
-    outcomes = {}
-    for case in ElementTree.parse(path).getroot().iter("testcase"):
-        name = f"{case.get('classname')}::{case.get('name')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            found = case.find(tag)
-            if found is not None:
-                outcome = {"failure": "failed"}.get(tag, tag)
-                message = (found.get("message") or "")[:300]
-                break
-        outcomes[name] = {
-            "outcome": outcome,
-            "seconds": float(case.get("time") or 0),
-            "message": message,
-        }
-    return outcomes
+def gpu_test_files(targets: list[str]) -> list[str]:
+    """The files under ``targets`` that hold a GPU-marked test: collecting the whole suite
+    took about 15 s of the section's box on the device."""
+    found = []
+    for target in targets:
+        path = ROOT / target
+        files = [path] if path.is_file() else sorted(path.rglob("test_*.py"))
+        found += [str(file) for file in files if GPU_MARK in file.read_text()]
+    return found
+
+
+GPU_MARK = "pytest.mark.gpu"
+
+
+def pytest_outcomes(log: Path) -> tuple[dict[str, dict], str | None]:
+    """({test id: {outcome, seconds, message}}, the test still running) from the plugin's log."""
+    tests, running = {}, None
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    for line in lines:
+        entry = json.loads(line)
+        if "start" in entry:
+            running = entry["start"]
+        else:
+            tests[entry.pop("test")] = entry
+            running = None if running in tests else running
+    return tests, running
 
 
 def pytest_gpu(plan: dict, given: dict, record: Record) -> None:
-    """``pytest -m gpu``: every GPU-marked test, pass or fail each."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    """``pytest -m gpu``: every GPU-marked test, pass or fail each, recorded as each ends."""
+    paths = [str(ROOT / "src"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
+    files = gpu_test_files(plan["pytest_targets"])
+    record("files", files)
     with tempfile.TemporaryDirectory() as folder:
-        report = Path(folder) / "junit.xml"
+        log = Path(folder) / "progress.jsonl"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "GPU_CHECK_PYTEST_LOG": str(log)}
         command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
-        command += ["--continue-on-collection-errors"]  # a module needing a missing extra
-        command += [f"--junitxml={report}", *plan["pytest_targets"]]
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-        tests = junit_outcomes(report) if report.exists() else {}
+        command += ["-p", "gpu_pytest_progress", "--continue-on-collection-errors", *files]
+        child = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        output: list[str] = []
+        reader = threading.Thread(target=lambda: output.extend(child.stdout), daemon=True)
+        reader.start()
+        while child.poll() is None:  # record as tests end: the box may stop this section
+            tests, running = pytest_outcomes(log)
+            record("tests", tests)
+            record("running", running)
+            time.sleep(0.5)
+        reader.join()
+        tests, running = pytest_outcomes(log)
     counts = {}
     for test in tests.values():
         counts[test["outcome"]] = counts.get(test["outcome"], 0) + 1
-    record("exit_code", done.returncode)
+    text = "".join(output)
     record("tests", tests)
+    record("running", running)
+    record("exit_code", child.returncode)
     record("counts", counts)
-    record("output_tail", (done.stdout + done.stderr)[-1500:])
-    if not tests and done.returncode not in (0, 5):  # 5: no test collected
-        raise RuntimeError(f"pytest exited {done.returncode}: {(done.stdout + done.stderr)[-800:]}")
+    record("output_tail", text[-1500:])
+    if not tests and child.returncode not in (0, 5):  # 5: no test collected
+        raise RuntimeError(f"pytest exited {child.returncode}: {text[-800:]}")
     record("headline", ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items())))

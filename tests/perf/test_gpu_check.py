@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import gpu_check  # noqa: E402
+import gpu_machine_sections  # noqa: E402
 import gpu_report  # noqa: E402
 
 SCRIPT_BUGS = ("NameError", "AttributeError", "TypeError", "KeyError", "ImportError", "SyntaxError")
@@ -109,3 +110,49 @@ def test_a_section_in_its_own_process_is_killed_at_its_time_box(tmp_path):
     finished = gpu_check.section_in_child("doctor", plan, {}, 120, env)
     assert finished["status"] == "ok", finished.get("output_tail")
     assert finished["result"]["report"]["gpus"] == []
+
+
+GPU_TESTS = """
+import pytest
+
+@pytest.mark.gpu
+def test_fine():
+    pass
+
+@pytest.mark.gpu
+def test_broken():
+    assert 1 == 2
+
+@pytest.mark.gpu
+def test_not_here():
+    pytest.skip("no such device")
+
+def test_not_gpu_marked():
+    pass
+"""
+
+
+def test_the_gpu_tests_section_records_each_outcome_from_the_files_with_gpu_tests(tmp_path):
+    (tmp_path / "test_some_gpu.py").write_text(GPU_TESTS)
+    (tmp_path / "test_no_gpu.py").write_text("def test_plain():\n    pass\n")
+    plan = {"pytest_targets": [str(tmp_path)]}
+    found = gpu_check.run_section("pytest_gpu", plan, {}, None)
+    assert found["files"] == [str(tmp_path / "test_some_gpu.py")]  # only those holding one
+    by_name = {name.split("::")[1]: test for name, test in found["tests"].items()}
+    outcomes = {name: test["outcome"] for name, test in by_name.items()}
+    assert outcomes == {"test_fine": "passed", "test_broken": "failed", "test_not_here": "skipped"}
+    assert "assert 1 == 2" in by_name["test_broken"]["message"]
+    assert found["counts"] == {"passed": 1, "failed": 1, "skipped": 1}
+    assert found["running"] is None
+
+
+def test_a_test_cut_off_at_the_box_is_named_as_running(tmp_path):
+    log = tmp_path / "progress.jsonl"
+    lines = [
+        {"start": "t.py::test_a"},
+        {"test": "t.py::test_a", "outcome": "passed", "seconds": 1.0, "message": ""},
+        {"start": "t.py::test_b"},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    tests, running = gpu_machine_sections.pytest_outcomes(log)
+    assert list(tests) == ["t.py::test_a"] and running == "t.py::test_b"
