@@ -145,6 +145,42 @@ def clcrec_eval(plan: dict, given: dict, record: Record) -> None:
             },
         )
     record("headline", f"val+test {precision} {result['seconds_per_call']:.4f} s")
+    record("profile", evaluation_profile(plan))
+
+
+def evaluation_profile(plan: dict) -> dict:
+    """One val + test evaluation under torch.profiler: where its time goes. The H100's
+    0.29 s was 3x the target, and the CPU could not say whether kernels or the host (launches,
+    reads back) spend it."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from coldbrew.data import load_dataset
+    from coldbrew.perf.bench import random_features
+    from coldbrew.perf.profile import device_busy_seconds, top_operators
+    from coldbrew.system.timing import synchronize
+    from coldbrew.training.run import build_trainer
+
+    dataset = load_dataset(plan["clcrec_data"], features=[])
+    dataset.features = random_features(dataset.num_items, plan["feature_dims"], 1)
+    trainer = build_trainer(clcrec_config(plan, plan["batches"][0]), dataset)
+    device, splits = trainer.runtime.device, trainer.task.splits()
+    trainer.evaluate_splits(splits)  # warm-up: the plan, the caches, the allocator
+    synchronize(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    started = time.perf_counter()
+    with torch_profile(activities=activities) as prof:
+        trainer.evaluate_splits(splits)
+        synchronize(device)
+    return {
+        "wall_seconds_profiled": time.perf_counter() - started,
+        "device_busy_seconds": device_busy_seconds(prof) if device.type == "cuda" else None,
+        "operators": len(prof.key_averages()),
+        "aten_calls": sum(
+            event.count for event in prof.key_averages() if event.key.startswith("aten::")
+        ),
+        "top_operators": top_operators(prof, device, limit=8),
+    }
 
 
 def sync_free(plan: dict, given: dict, record: Record) -> None:

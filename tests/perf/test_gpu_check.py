@@ -65,6 +65,7 @@ def test_the_dry_run_measures_what_the_device_run_reports(dry_run):
         for row in sections[grid]["rows"].values():
             assert row["samples_per_second"] > 0 and row["epoch_seconds"] > 0
     assert sections["clcrec_eval"]["fp32"]["seconds"] > 0
+    assert sections["clcrec_eval"]["profile"]["top_operators"]  # where the evaluation's time goes
     assert sections["sync_free"]["fp32"]["error_mode"].startswith("no CUDA")
     zoo = sections["zoo"]
     for model in plan["zoo"]:
