@@ -139,6 +139,9 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     )
 
 
+GPU_MARK = "pytest.mark.gpu"
+
+
 def gpu_test_files(targets: list[str]) -> list[str]:
     """The files under ``targets`` that hold a GPU-marked test: collecting the whole suite
     took about 15 s of the section's box on the device."""
@@ -148,9 +151,6 @@ def gpu_test_files(targets: list[str]) -> list[str]:
         files = [path] if path.is_file() else sorted(path.rglob("test_*.py"))
         found += [str(file) for file in files if GPU_MARK in file.read_text()]
     return found
-
-
-GPU_MARK = "pytest.mark.gpu"
 
 
 def pytest_outcomes(log: Path) -> tuple[dict[str, dict], str | None]:
