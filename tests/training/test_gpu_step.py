@@ -9,7 +9,7 @@ or whose output size depends on values (``nonzero``, ``masked_select``, ``unique
 with a boolean mask) would stall a GPU, so the step must have none after its first run. So
 would an indexed write of a host scalar (``mask[idx] = True``): the value is made on the host
 (``aten.lift_fresh``) and copied to the device. On an H100 that was the step's two syncs, which
-the checker missed until it tracked such values (docs/gpu.md, "Measured on a GPU").
+the checker missed until it tracked such values (BENCHMARKS.md, "Measured on a GPU").
 Adam's step counters are the one exception: they live on the host even when the parameters
 are on a GPU (``capturable=False``), so reading them is not a device sync.
 """
