@@ -1,7 +1,7 @@
 """Text encoding runtimes side by side in one process: torch, ONNX Runtime fp32, ONNX int8.
 
     COLDBREW_DATA=DIR python benchmarks/encode_runtimes.py [--encoder minilm] [--texts 32]
-        [--threads 1,2] [--rounds 2] [--int8]
+        [--threads 1,2] [--rounds 2] [--int8 [VARIANT,...]]
 
 Takes the first N item texts of ml-1m-coldstart, exports the encoder's transformer with
 ``coldbrew.data.onnx_encoder`` (cached under the coldbrew cache), and per thread count encodes
@@ -27,6 +27,8 @@ from coldbrew.data import onnx_encoder, text_backbone
 from coldbrew.data.paths import cache_dir
 from coldbrew.data.sentence_models import sentence_model
 from coldbrew.data.text_encoder import _encode
+
+INT8_VARIANTS = ("int8", "int8-ffn", "int8-7bit", "int8-7bit-ffn")
 
 
 def load() -> str:
@@ -59,12 +61,13 @@ def quantized(source: Path, name: str) -> Path:
     matmuls = [node for node in nodes if node.endswith(("/MatMul", "/MatMul_1"))]
     weighted = ("query", "key", "value", "q", "k", "v", "o", "dense")  # x @ W, W a constant
     excluded = [node for node in matmuls if node.split("/")[-2] not in weighted]  # scores
-    if name == "int8-ffn":
+    if name.endswith("-ffn"):
         excluded += [
             node for node in matmuls if "/output/dense/" in node and "attention" not in node
         ]
     quantize_dynamic(str(source), str(target), op_types_to_quantize=["MatMul"],
-                     weight_type=QuantType.QInt8, per_channel=True, nodes_to_exclude=excluded)  # fmt: skip
+                     weight_type=QuantType.QInt8, per_channel=True, nodes_to_exclude=excluded,
+                     reduce_range="7bit" in name)  # fmt: skip
     return target
 
 
@@ -75,8 +78,16 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--int8", action="store_true")
+    parser.add_argument(
+        "--int8", nargs="?", const=",".join(INT8_VARIANTS), default="",
+        help=f"quantized variants to add, comma-separated (alone: all of {', '.join(INT8_VARIANTS)})",
+    )  # fmt: skip
     args = parser.parse_args()
+    variants = [name for name in args.int8.split(",") if name]
+    if unknown := sorted(set(variants) - set(INT8_VARIANTS)):
+        parser.error(
+            f"--int8: unknown variant(s) {', '.join(unknown)}; known: {', '.join(INT8_VARIANTS)}"
+        )
     texts = list(load_dataset("ml-1m-coldstart", features=["genre"]).item_text[: args.texts])
     model = sentence_model(args.encoder, progress=False)
     loaded = text_backbone.load_backbone(model.backbone, "cpu", progress=False)
@@ -86,8 +97,7 @@ def main() -> None:
         onnx_encoder.export(loaded, exported)
         print(f"exported in {time.perf_counter() - started:.1f} s: {exported}")
     paths = {"onnx": exported}
-    if args.int8:
-        paths.update({name: quantized(exported, name) for name in ("int8", "int8-ffn")})
+    paths.update({name: quantized(exported, name) for name in variants})
     print(f"{args.encoder}, {len(texts)} texts, budget {model.max_length}, load {load()}")
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)

@@ -10,7 +10,8 @@ the loaded model, checked against torch on a padded batch, and cached under
 ``cache_dir()/"onnx"`` keyed by the backbone's identity and the torch, transformers and opset
 versions; pooling and normalisation stay torch's code. Token states agree with torch to ~1e-6
 (measured 3e-7 on mpnet's vectors), so the text-vector cache key does not name the runtime.
-int8 was measured and refused (BENCHMARKS.md, "Text encoding runtimes").
+int8 was measured and refused, with 8-bit and 7-bit weights (BENCHMARKS.md, "Text encoding
+runtimes" and "mpnet's int8, again").
 """
 
 from __future__ import annotations
