@@ -127,3 +127,21 @@ def test_an_indexed_export_caches_each_users_list_from_its_index(run, tmp_path, 
     assert len(searched) == len(served.users)  # ... and none for a request of k <= 100
     monkeypatch.setattr(served_module, "CACHE_INDEXED_USERS", len(served.users) - 1)
     assert served_module.load_catalogue(out).top is None  # too many users: searched live
+
+
+def test_search_depth_sets_the_served_indexs_depth_and_needs_an_approximate_index(run, tmp_path):
+    pytest.importorskip("faiss")
+    from coldbrew.serving.catalogue import load_catalogue
+
+    out = tmp_path / "hnsw"
+    assert main(["export", "--run", str(run), "--out", str(out), "--index", "hnsw"]) == 0
+    assert load_catalogue(out).summary()["search_depth"] == 128  # as it was written
+    served = load_catalogue(out, search_depth=300)
+    assert served.index.hnsw.efSearch == 300 and served.summary()["search_depth"] == 300
+    assert load_catalogue(run).summary()["search_depth"] is None  # scored exactly
+    with pytest.raises(ColdbrewError, match="needs an approximate index"):
+        load_catalogue(run, search_depth=64)
+    with pytest.raises(ColdbrewError, match="searches exactly"):
+        load_catalogue(run, index="flat", search_depth=64)
+    with pytest.raises(ColdbrewError, match="positive"):
+        load_catalogue(out, search_depth=0)

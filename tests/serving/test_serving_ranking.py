@@ -160,6 +160,30 @@ def test_an_index_leaves_training_items_out_inside_the_search(kind):
         assert found / total >= 0.95
 
 
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_a_deeper_search_finds_more_of_the_exact_lists(kind):
+    pytest.importorskip("faiss")
+    from coldbrew.serving.index import build_index, search_depth, set_search_depth
+
+    served = catalogue(users=60, items=3000, dim=16, seed=3)
+    served.index = build_index(served.vectors.items, kind)
+
+    def recall(depth: int) -> float:
+        set_search_depth(served.index, depth)
+        found = sum(
+            len({r["item"] for r in served.items_for(user, 20)} & set(exact(served, user, 20)))
+            for user in served.user_row
+        )
+        return found / (20 * len(served.user_row))
+
+    shallow, deep = recall(1), recall(5000)
+    assert shallow < deep
+    if kind == "ivf":  # every cluster probed: the exact lists
+        assert search_depth(served.index) == served.index.nlist and deep == 1.0
+    else:
+        assert search_depth(served.index) == 5000 and deep >= 0.99
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_lists_cached_from_an_index_are_the_ones_a_request_searches(kind):
     pytest.importorskip("faiss")

@@ -20,6 +20,7 @@ SERVE_EXAMPLES = """Examples:
   curl -X POST localhost:8000/items/score -H 'content-type: application/json' \\
        -d '{"text": "Heat (1995). Genres: Action, Crime, Thriller.", "features": [...], "k": 20}'
   coldbrew serve --run exports/ml1m-hnsw --port 8100
+  coldbrew serve --run exports/ml1m-hnsw --search-depth 256   # deeper: more recall, slower
   COLDBREW_SERVE_TOKEN=secret coldbrew serve --run runs/ml1m   # enables POST /reload
 
 --run is a run directory or an export folder. Binds 127.0.0.1 unless --host says otherwise.
@@ -56,6 +57,12 @@ def add_parsers(commands) -> None:
         help="rank users' lists with a faiss index (default: the export's, else exact)",
     )
     serve.add_argument(
+        "--search-depth",
+        type=int,
+        metavar="N",
+        help="how deep the index searches: hnsw efSearch (default 128), ivf nprobe (default 16)",
+    )
+    serve.add_argument(
         "--token-file", help="file holding the POST /reload token (else $COLDBREW_SERVE_TOKEN)"
     )
     serve.add_argument("--log-level", default="warning", help="uvicorn's (default warning)")
@@ -87,6 +94,7 @@ def run_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         index=args.index,
+        search_depth=args.search_depth,
         token=read_token(args.token_file),
         log_level=args.log_level,
     )

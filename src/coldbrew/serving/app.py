@@ -42,17 +42,28 @@ class NewItem(BaseModel):
 class Holder:
     """The served catalogue, where it was loaded from, and reloads of it."""
 
-    def __init__(self, source: Path | str, *, index: str | None = None, token: str | None = None):
+    def __init__(
+        self,
+        source: Path | str,
+        *,
+        index: str | None = None,
+        search_depth: int | None = None,
+        token: str | None = None,
+    ):
         self.source, self.index, self.token = Path(source), index, token
-        self.catalogue: Catalogue = load_catalogue(self.source, index=index)
+        self.search_depth = search_depth
+        self.catalogue: Catalogue = self.load()
         self.reload_lock = asyncio.Lock()
         self.reloads = 0
+
+    def load(self) -> Catalogue:
+        return load_catalogue(self.source, index=self.index, search_depth=self.search_depth)
 
     async def reload(self) -> dict:
         """Load the source again (in a worker thread), carry the added items over, swap."""
         async with self.reload_lock:
             old = self.catalogue
-            new = await asyncio.to_thread(load_catalogue, self.source, index=self.index)
+            new = await asyncio.to_thread(self.load)
             if new.encoder is not None:
                 await asyncio.to_thread(new.encoder.warm_up)
             dropped = await asyncio.to_thread(new.readd, list(old.added))

@@ -22,7 +22,7 @@ import torch
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.recommend import key_order, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
-from coldbrew.serving.index import search
+from coldbrew.serving.index import search, search_depth
 from coldbrew.serving.new_items import BadRequest, NewItemEncoder
 from coldbrew.serving.ranking import (
     ItemFields,
@@ -258,6 +258,7 @@ class Catalogue:
             "items": len(self.item_ids),
             "added_items": len(self.added),
             "index": self.info.get("served_index"),
+            "search_depth": None if self.index is None else search_depth(self.index),
             "new_items": self.encoder_error
             or "scored from " + str((self.info.get("new_items") or {}).get("reads")),
             "loaded_at": self.loaded_at,
@@ -274,15 +275,28 @@ def check_k(k: int, count: int, what: str) -> None:
         )
 
 
-def load_catalogue(source: Path | str, *, index: str | None = None) -> Catalogue:
+def load_catalogue(
+    source: Path | str, *, index: str | None = None, search_depth: int | None = None
+) -> Catalogue:
     """A run directory (its best checkpoint, scored exactly) or an export folder (its index,
-    when it has one, unless ``index="none"``). Each user's best ``TOP_CACHED`` items are found
-    now: scored exactly when that is at most ``CACHE_SCORES`` scores, searched in the index
-    when there are at most ``CACHE_INDEXED_USERS`` users."""
+    when it has one, unless ``index="none"``). ``search_depth`` sets how deep an approximate
+    index searches (``coldbrew.serving.index.set_search_depth``). Each user's best
+    ``TOP_CACHED`` items are found now: scored exactly when that is at most ``CACHE_SCORES``
+    scores, searched in the index when there are at most ``CACHE_INDEXED_USERS`` users."""
+    from coldbrew.errors import ColdbrewError
     from coldbrew.serving.export_format import is_export
 
     source = Path(source)
     catalogue = _from_export(source, index) if is_export(source) else _from_run(source, index)
+    if search_depth is not None:
+        if catalogue.index is None:
+            raise ColdbrewError(
+                "--search-depth needs an approximate index (--index hnsw or ivf, or an "
+                "export's); this catalogue is scored exactly"
+            )
+        from coldbrew.serving.index import set_search_depth
+
+        set_search_depth(catalogue.index, search_depth)
     users, items = len(catalogue.users), len(catalogue.item_ids)
     if catalogue.index is not None:
         if users <= CACHE_INDEXED_USERS:

@@ -56,6 +56,34 @@ def build_index(items: np.ndarray, kind: str, *, progress: bool = False):
     return index
 
 
+def set_search_depth(index, depth: int) -> int:
+    """Search ``index`` ``depth`` deep (``--search-depth``), trading speed for recall: an HNSW
+    index's ``efSearch`` (candidates kept while walking the graph), an IVF index's ``nprobe``
+    (clusters visited, at most its number of clusters). Returns the depth set; a flat index is
+    exact and refuses."""
+    if depth < 1:
+        raise ColdbrewError(f"--search-depth {depth}: give a positive number")
+    if hasattr(index, "hnsw"):
+        index.hnsw.efSearch = depth
+        return depth
+    if hasattr(index, "nprobe"):
+        index.nprobe = min(depth, index.nlist)
+        return index.nprobe
+    raise ColdbrewError(
+        "--search-depth sets an hnsw index's efSearch or an ivf index's nprobe; "
+        "a flat index searches exactly"
+    )
+
+
+def search_depth(index) -> int | None:
+    """How deep ``index`` searches (see ``set_search_depth``); None for a flat index."""
+    if hasattr(index, "hnsw"):
+        return int(index.hnsw.efSearch)
+    if hasattr(index, "nprobe"):
+        return int(index.nprobe)
+    return None
+
+
 def write_index(index, path: Path) -> None:
     faiss_module().write_index(index, str(path))
 
@@ -71,7 +99,7 @@ def read_index(path: Path, count: int, dim: int):
             f"the index {path} holds {index.ntotal} vectors of width {index.d}, the export "
             f"{count} of width {dim}: export again"
         )
-    return index  # an HNSW index searches as deep as it was written (its efSearch)
+    return index  # an index searches as deep as it was written (efSearch, nprobe)
 
 
 def search(index, query: np.ndarray, k: int, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

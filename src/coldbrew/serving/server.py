@@ -35,6 +35,7 @@ def make_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     index: str | None = None,
+    search_depth: int | None = None,
     token: str | None = None,
     log_level: str = "warning",
 ):
@@ -44,7 +45,7 @@ def make_server(
 
     from coldbrew.serving.app import Holder, create_app
 
-    holder = Holder(source, index=index, token=token)
+    holder = Holder(source, index=index, search_depth=search_depth, token=token)
     if holder.catalogue.encoder is not None:
         holder.catalogue.encoder.warm_up()
     app = create_app(holder, lifespan=reload_on_sighup)
