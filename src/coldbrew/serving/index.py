@@ -56,23 +56,22 @@ def build_index(items: np.ndarray, kind: str, *, progress: bool = False):
     return index
 
 
-def set_search_depth(index, depth: int) -> int:
+def set_search_depth(index, depth: int) -> None:
     """Search ``index`` ``depth`` deep (``--search-depth``), trading speed for recall: an HNSW
     index's ``efSearch`` (candidates kept while walking the graph), an IVF index's ``nprobe``
-    (clusters visited, at most its number of clusters). Returns the depth set; a flat index is
-    exact and refuses."""
+    (clusters visited, at most its number of clusters; ``search_depth`` reads it back). A flat
+    index is exact and refuses."""
     if depth < 1:
         raise ColdbrewError(f"--search-depth {depth}: give a positive number")
     if hasattr(index, "hnsw"):
         index.hnsw.efSearch = depth
-        return depth
-    if hasattr(index, "nprobe"):
+    elif hasattr(index, "nprobe"):
         index.nprobe = min(depth, index.nlist)
-        return index.nprobe
-    raise ColdbrewError(
-        "--search-depth sets an hnsw index's efSearch or an ivf index's nprobe; "
-        "a flat index searches exactly"
-    )
+    else:
+        raise ColdbrewError(
+            "--search-depth sets an hnsw index's efSearch or an ivf index's nprobe; "
+            "a flat index searches exactly"
+        )
 
 
 def search_depth(index) -> int | None:
