@@ -22,7 +22,7 @@ import torch
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.recommend import key_order, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
-from coldbrew.serving.index import search, search_depth
+from coldbrew.serving.index import search, search_depth, set_search_depth
 from coldbrew.serving.new_items import BadRequest, NewItemEncoder
 from coldbrew.serving.ranking import (
     ItemFields,
@@ -286,6 +286,8 @@ def load_catalogue(
     from coldbrew.errors import ColdbrewError
     from coldbrew.serving.export_format import is_export
 
+    if search_depth is not None and search_depth < 1:  # before the minutes a load can take
+        raise ColdbrewError(f"--search-depth {search_depth}: give a positive number")
     source = Path(source)
     catalogue = _from_export(source, index) if is_export(source) else _from_run(source, index)
     if search_depth is not None:
@@ -294,8 +296,6 @@ def load_catalogue(
                 "--search-depth needs an approximate index (--index hnsw or ivf, or an "
                 "export's); this catalogue is scored exactly"
             )
-        from coldbrew.serving.index import set_search_depth
-
         set_search_depth(catalogue.index, search_depth)
     users, items = len(catalogue.users), len(catalogue.item_ids)
     if catalogue.index is not None:

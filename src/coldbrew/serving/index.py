@@ -59,10 +59,9 @@ def build_index(items: np.ndarray, kind: str, *, progress: bool = False):
 def set_search_depth(index, depth: int) -> None:
     """Search ``index`` ``depth`` deep (``--search-depth``), trading speed for recall: an HNSW
     index's ``efSearch`` (candidates kept while walking the graph), an IVF index's ``nprobe``
-    (clusters visited, at most its number of clusters; ``search_depth`` reads it back). A flat
-    index is exact and refuses."""
-    if depth < 1:
-        raise ColdbrewError(f"--search-depth {depth}: give a positive number")
+    (clusters visited, at most its number of clusters; ``search_depth`` reads it back).
+    ``depth`` is positive (``load_catalogue`` checks it before loading). A flat index is exact
+    and refuses."""
     if hasattr(index, "hnsw"):
         index.hnsw.efSearch = depth
     elif hasattr(index, "nprobe"):
