@@ -52,6 +52,9 @@ class ModelSpec:
     # the validation group whose Recall@20 selects its epoch unless --early-stop-metric says
     # otherwise (where validation has no such group: "all", else the group it has)
     monitor_group: str = "cold"
+    # False: the model never reads the data's sentence-encoded text block (the LM: its own
+    # backbone reads the item texts), so its data is loaded without it and no encoder runs
+    reads_text_vectors: bool = True
 
     def build(self, dataset: Any, config: Any, teacher: Any = None) -> Any:
         builder = _load(self.builder)
@@ -99,6 +102,7 @@ MODELS: dict[str, ModelSpec] = {
         run_defaults={"lr": 0.0013, "batch_size": 1024},  # with LMConfig's: a search's best
         absent_options={"score": "dot", "item_features": False},  # id_dropout was saved
         ignores=("text_encoder",),  # its backbone reads the texts; the text block is left out
+        reads_text_vectors=False,
     ),
     "lstm": ModelSpec(
         "lstm",

@@ -111,3 +111,56 @@ def test_data_notes_are_notes_not_warnings(sources, monkeypatch):
     assert "no cold_test.csv: test metrics skipped" in loaded["csv"].notes
     for kind in ("ml-100k", "csv"):
         assert any(note.startswith("text features skipped") for note in loaded[kind].notes)
+
+
+def no_encoder(texts, options):
+    raise AssertionError("the text encoder ran")
+
+
+def patch_encoder(monkeypatch, encoder) -> None:
+    """Both text loaders call ``encoder`` for their text block, as if the [text] extra were
+    installed."""
+    from coldbrew.data import features
+
+    for module in (movielens, csv_coldstart):
+        monkeypatch.setattr(module, "text_embeddings", encoder)
+    monkeypatch.setattr(features, "text_encoder_available", lambda: True)
+
+
+@pytest.mark.parametrize("kind", ["ml-100k", "csv"])
+@pytest.mark.parametrize("features", [None, ["genre", "text"], ["text"]])
+def test_without_text_vectors_no_encoder_runs_and_the_texts_stay(
+    sources, kind, features, monkeypatch
+):
+    """``text_vectors=False`` (a model that reads the texts itself) leaves the text block out
+    whatever ``features`` asks, keeps the other blocks asked for and the item texts."""
+    patch_encoder(monkeypatch, no_encoder)
+    dataset = load_dataset(sources[kind], features=features, text_vectors=False)
+    assert "text" not in dataset.features
+    assert ("genre" in dataset.features) == (features != ["text"])
+    assert dataset.item_text is not None and len(dataset.item_text) == dataset.num_items
+
+
+def test_the_lm_loads_its_data_without_the_text_block_and_others_with_it(sources, monkeypatch):
+    """The run's data for the LM (``ModelSpec.reads_text_vectors`` False) runs no encoder; a
+    model that reads the text block gets it; a search's cache keeps the two loads apart."""
+    import torch
+
+    from coldbrew.config import make_config
+    from coldbrew.research.search import DataCache
+    from coldbrew.training.build import load_run_dataset
+
+    encoded: list[int] = []
+
+    def counting_encoder(texts, options):
+        encoded.append(len(texts))
+        return torch.ones(len(texts), 4)
+
+    patch_encoder(monkeypatch, counting_encoder)
+    data = {"data": sources["ml-100k"], "features": ["genre", "text"], "quiet": True}
+    lm, clcrec = make_config({**data, "model": "lm"}), make_config({**data, "model": "clcrec"})
+    assert "text" not in load_run_dataset(lm).features and encoded == []
+    assert "text" in load_run_dataset(clcrec).features and encoded == [10]
+    cache = DataCache()
+    assert "text" not in cache(lm).features and "text" in cache(clcrec).features
+    assert cache(lm) is cache(lm) and len(cache.loaded) == 2 and encoded == [10, 10]

@@ -44,6 +44,7 @@ def load_dataset(
     features: Sequence[str] | str | None = None,
     seed: int = DEFAULT_SEED,
     text_encoder: str = DEFAULT_TEXT_ENCODER,
+    text_vectors: bool = True,
     **options,
 ) -> Dataset:
     """Load a dataset into the one in-memory form.
@@ -55,6 +56,9 @@ def load_dataset(
     split ``train`` uses unless told another seed. ``text_encoder`` embeds item texts where the
     source has them (``minilm``, ``mpnet`` or a sentence-transformers folder; see
     ``coldbrew.data.sentence_models``); a source whose text is word ids ignores it, with a note.
+    ``text_vectors=False`` leaves the sentence-encoded ``text`` block out whatever
+    ``features`` says, so no encoder runs (for a model that reads the item texts itself: the
+    LM); the texts stay in ``Dataset.item_text``.
     ``options`` go to the loader (e.g. ``num_users=...`` for ``"synthetic"``).
     """
     from coldbrew.data.dataset import check_seed
@@ -81,6 +85,10 @@ def load_dataset(
                 path, trust_pickle=trust_pickle, features=features, seed=seed, **options
             )
             return _note_unused_encoder(dataset, text_encoder)
+        if not text_vectors:  # these loaders offer genre and text: keep what is asked but text
+            from coldbrew.data.features import DEFAULT_MODALITIES
+
+            features = [name for name in features or DEFAULT_MODALITIES if name != "text"]
         return module.load(
             path,
             trust_pickle=trust_pickle,

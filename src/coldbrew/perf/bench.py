@@ -108,6 +108,7 @@ def run_bench(
         features=config.resolved_features() or ([] if feature_widths else None),
         seed=config.seed,
         text_encoder=config.text_encoder,
+        text_vectors=model_spec(config.model).reads_text_vectors,
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)

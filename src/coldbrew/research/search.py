@@ -37,8 +37,8 @@ class DataCache:
     """Each distinct dataset the trials need, loaded once (a split may depend on the seed).
 
     Keyed by what ``coldbrew.tasks.load_data`` reads: the task's kind (not the model, so the
-    models of a leaderboard share one load per seed), the data, features, text encoder, seed,
-    pickle trust and series."""
+    models of a leaderboard share one load per seed), whether the model reads the text block
+    (the LM does not), the data, features, text encoder, seed, pickle trust and series."""
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
@@ -48,8 +48,9 @@ class DataCache:
         from coldbrew.training.run import load_run_dataset
 
         options = config.model_options
-        task = model_spec(config.model).task
-        key = (task, config.data, str(config.resolved_features()), config.trust_pickle)
+        spec = model_spec(config.model)
+        key = (spec.task, config.data, str(config.resolved_features()), config.trust_pickle)
+        key += (spec.reads_text_vectors,)
         key += (config.seed, getattr(options, "series", None), config.text_encoder)
         key += (config.report_share, config.selection_seed)
         if key not in self.loaded:

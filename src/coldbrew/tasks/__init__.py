@@ -11,10 +11,12 @@ from typing import Any
 
 def load_data(name: str, config: Any) -> Any:
     """The data of task ``name`` for a run's ``config``: a ``Dataset`` for recommendation (its
-    validation cut into select and report halves, ``coldbrew.data.selection``), a
+    validation cut into select and report halves, ``coldbrew.data.selection``; without the
+    text block for a model that never reads it, ``ModelSpec.reads_text_vectors``), a
     ``DailySeries`` for forecasting."""
     if name == "recommendation":
         from coldbrew.data import load_dataset
+        from coldbrew.registry import model_spec
 
         dataset = load_dataset(
             config.data,
@@ -22,6 +24,7 @@ def load_data(name: str, config: Any) -> Any:
             features=config.resolved_features(),
             seed=config.seed,
             text_encoder=config.text_encoder,
+            text_vectors=model_spec(config.model).reads_text_vectors,
         )
         return select_and_report(dataset, config)
     if name == "forecasting":
