@@ -111,7 +111,7 @@ def manifest_of(loaded, vectors: Vectors) -> dict:
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     recipe = new_item_recipe(loaded)
     text_encoder = None
-    if recipe.get("text_block") or recipe.get("reads") == "text":
+    if recipe.get("text_block"):  # the LM (reads "text") encodes with its own backbone
         text_encoder = text_encoder_identity(config)
     return {
         "model": config.model,
@@ -153,9 +153,10 @@ def export_run(
         manifest["index"] = {"kind": index, "file": "items.faiss"}
     state = None
     if manifest["new_items"]["reads"] is not None:
-        state = {
-            name: tensor.detach().cpu().contiguous().clone()
+        state = {  # tensors only: a module's extra state (the LM's backbone identity) is not
+            name: tensor.detach().cpu().contiguous().clone()  # one, and loads without it
             for name, tensor in loaded.model.state_dict().items()
+            if isinstance(tensor, torch.Tensor)
         }
     config_text = (Path(run_dir) / "config.yaml").read_text()
     write_export(out, vectors, manifest, model_state=state, config_text=config_text, index=built)

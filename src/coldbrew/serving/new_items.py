@@ -152,8 +152,7 @@ def model_from_export(folder: Path, manifest: dict):
     from coldbrew.config import load_saved_config, make_config
     from coldbrew.models import build_model
     from coldbrew.registry import model_spec
-    from coldbrew.serving.export import _ids, dense_features
-    from coldbrew.serving.export_format import CONFIG_COPY, MODEL_STATE, Vectors, data_digest
+    from coldbrew.serving.export_format import CONFIG_COPY, MODEL_STATE
     from coldbrew.training.build import load_run_dataset
     from coldbrew.training.run_evaluation import load_model_state
 
@@ -161,6 +160,21 @@ def model_from_export(folder: Path, manifest: dict):
     for name, value in model_spec(config.model).evaluation_overrides.items():
         setattr(config.model_options, name, value)
     dataset = load_run_dataset(config)
+    if dataset_digest(dataset) != manifest["data"]["digest"]:
+        raise ColdbrewError(
+            f"the data {config.data} is not the data this export was made from (digest differs)"
+        )
+    model = build_model(config.model, dataset, config)
+    load_model_state(model, load_file(str(folder / MODEL_STATE)), dataset.name)
+    return model.eval()
+
+
+def dataset_digest(dataset) -> str:
+    """The export manifest's data digest of ``dataset`` (``export_format.data_digest``: ids,
+    cold items, training interactions and the dense feature blocks; no vectors)."""
+    from coldbrew.serving.export import _ids, dense_features
+    from coldbrew.serving.export_format import Vectors, data_digest
+
     train = dataset.train
     seen = Vectors(
         users=np.zeros((dataset.num_users, 0), np.float32),
@@ -171,10 +185,4 @@ def model_from_export(folder: Path, manifest: dict):
         train_indptr=np.asarray(train.indptr, dtype=np.int64),
         train_indices=np.asarray(train.indices, dtype=np.int64),
     )
-    if data_digest(seen, dense_features(dataset)) != manifest["data"]["digest"]:
-        raise ColdbrewError(
-            f"the data {config.data} is not the data this export was made from (digest differs)"
-        )
-    model = build_model(config.model, dataset, config)
-    load_model_state(model, load_file(str(folder / MODEL_STATE)), dataset.name)
-    return model.eval()
+    return data_digest(seen, dense_features(dataset))
