@@ -153,8 +153,10 @@ def export_run(
         manifest["index"] = {"kind": index, "file": "items.faiss"}
     state = None
     if manifest["new_items"]["reads"] is not None:
-        state = {  # tensors only: a module's extra state (the LM's backbone identity) is not
-            name: tensor.detach().cpu().contiguous().clone()  # one, and loads without it
+        # tensors only: a module's extra state (the LM's backbone identity) is no tensor,
+        # and the model loads without it
+        state = {
+            name: tensor.detach().cpu().contiguous().clone()
             for name, tensor in loaded.model.state_dict().items()
             if isinstance(tensor, torch.Tensor)
         }
