@@ -14,7 +14,8 @@ from coldbrew.errors import ColdbrewError
 
 
 def write_ml100k(root):
-    """12 users × 10 films: each user rated 6 of them."""
+    """12 users × 10 films: each user rated 6 of them (tests/data's tiny folder, where every user
+    rated every film, leaves no negative to draw)."""
     root.mkdir()
     flags = "|".join(["0"] * 18 + ["1"])
     (root / "u.item").write_text(
