@@ -1,4 +1,5 @@
-"""Content KNN's vectors against a hand-computed case and a plain per-item loop."""
+"""Content KNN's vectors against a hand-computed case and a plain per-item loop, classic and
+around the ridge map (``residual``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from coldbrew.models.base import Catalogue
 from coldbrew.models.zoo import content_knn
 from coldbrew.models.zoo.content_knn import build, neighbor_vectors
 from coldbrew.models.zoo.knn_config import KNNOptions
+from coldbrew.models.zoo.ridge import fit_map
 from coldbrew.training.run import load_run_dataset
 from warm_teacher_support import planted_teacher
 
@@ -51,9 +53,9 @@ def test_neighbor_vectors_equal_a_plain_loop(monkeypatch):
     torch.testing.assert_close(actual, expected)
 
 
-def small_knn():
+def small_knn(**options):
     config = make_config(
-        {"model": "knn", "data": "synthetic:small", "device": "cpu", "backbone_dim": 8}
+        {"model": "knn", "data": "synthetic:small", "device": "cpu", "backbone_dim": 8, **options}
     )
     dataset = load_run_dataset(config)
     teacher = planted_teacher(dataset, 8)
@@ -71,8 +73,37 @@ def test_model_vectors_warm_from_the_backbone_cold_from_warm_neighbours():
     torch.testing.assert_close(model.user_embeddings(), teacher.users)
 
 
-def test_new_items_from_raw_features_match_the_catalogue():
-    model, dataset, _ = small_knn()
+def test_residual_borrows_the_neighbours_residuals_around_the_ridge_map():
+    # r(x) = xW + b fitted on the warm items; cold: r(x_c) + ρ · (the neighbours' residuals'
+    # softmax average), every piece computed apart from the model
+    model, dataset, teacher = small_knn(residual=0.7, ridge_lambda=2.0, neighbors=5)
+    warm, cold = torch.from_numpy(dataset.warm_items), torch.from_numpy(dataset.cold_items)
+    joined = F.normalize(dataset.features["content"].float(), dim=1)  # one block
+    weights, bias = fit_map(joined[warm], teacher.items[warm], 2.0)
+    residuals = teacher.items[warm] - (joined[warm] @ weights + bias)
+    unit = F.normalize(joined, dim=1)
+    borrowed = loop_reference(unit[cold], unit[warm], residuals, 5, 0.05)
+    items = model.item_embeddings()
+    torch.testing.assert_close(items[cold], joined[cold] @ weights + bias + 0.7 * borrowed)
+    torch.testing.assert_close(items[warm], teacher.items[warm])
+    assert not torch.allclose(items[cold], small_knn(neighbors=5)[0].item_embeddings()[cold])
+
+
+def test_a_vanishing_residual_is_ridge():
+    from coldbrew.models.zoo import ridge
+
+    model, dataset, teacher = small_knn(residual=1e-12, ridge_lambda=3.0)
+    ridge_config = make_config(
+        {"model": "ridge", "data": "synthetic:small", "device": "cpu", "backbone_dim": 8}
+    )
+    ridge_config.model_options.ridge_lambda = 3.0
+    expected = ridge.build(dataset, ridge_config, teacher).item_embeddings()
+    torch.testing.assert_close(model.item_embeddings(), expected)
+
+
+@pytest.mark.parametrize("residual", [0.0, 0.5])
+def test_new_items_from_raw_features_match_the_catalogue(residual):
+    model, dataset, _ = small_knn(residual=residual)
     cold = torch.from_numpy(dataset.cold_items[:5])
     raw = dataset.features["content"][cold].float() * 3.0  # the scale is normalised away
     torch.testing.assert_close(model.encode_items(features=raw), model.item_embeddings()[cold])
