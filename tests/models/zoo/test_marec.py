@@ -20,6 +20,7 @@ from coldbrew.models.zoo.marec import (
     ease_weights,
     keep_nearest,
     objective,
+    sharpened_similarity,
 )
 from coldbrew.training.run import load_run_dataset
 
@@ -121,6 +122,17 @@ def test_keep_nearest_hand_computed():
     assert torch.equal(keep_nearest(similarity, 0), similarity)
 
 
+def test_sharpened_similarity_hand_computed():
+    # column 0 keeps rows 0 and 2 (0.9, 0.5): softmax((0.9, 0.5) / 0.2) = (e², 1) / (e² + 1)
+    #   = (0.880797, 0.119203); column 1 keeps rows 1 and 2 (0.8, 0.7): (e^0.5, 1) / (e^0.5 + 1)
+    #   = (0.622459, 0.377541)
+    similarity = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.5, 0.7]])
+    expected = torch.tensor([[0.880797, 0.0], [0.0, 0.622459], [0.119203, 0.377541]])
+    torch.testing.assert_close(sharpened_similarity(similarity, 2, 0.2), expected)
+    every = sharpened_similarity(similarity, 0, 0.2)  # 0: all rows
+    assert (every > 0).all() and torch.allclose(every.sum(0), torch.ones(2))
+
+
 def small_marec(**options):
     config = make_config({"model": "marec", "data": "synthetic:small", "device": "cpu", **options})
     dataset = load_run_dataset(config)
@@ -143,6 +155,25 @@ def test_model_scores_are_ease_on_warm_columns_and_content_on_cold_ones():
     cold_scores = clicks[:, warm] @ alignment_smoother(gram, 5.0, 2.0) @ similarity
     torch.testing.assert_close(scores[:, cold], cold_scores, atol=1e-4, rtol=1e-4)
     assert scores[:, cold].abs().sum() > 0
+
+
+def test_a_similarity_temperature_sharpens_the_cold_columns():
+    model, dataset = small_marec(
+        ease_lambda=5.0, alignment=2.0, neighbors=4, similarity_temperature=0.1
+    )
+    warm, cold = torch.from_numpy(dataset.warm_items), torch.from_numpy(dataset.cold_items)
+    clicks = torch.from_numpy(np.asarray(dataset.train.todense(), dtype=np.float64))
+    content = torch.nn.functional.normalize(dataset.features["content"].double(), dim=1)
+    gram = clicks[:, warm].T @ clicks[:, warm]
+    sign = model.block_weights.double()[0].sign()  # one block: μ scaled to ±1
+    similarity = sharpened_similarity(sign * (content[warm] @ content[cold].T), 4, 0.1)
+    scores = model.score_users(torch.arange(dataset.num_users)).double()
+    cold_scores = clicks[:, warm] @ alignment_smoother(gram, 5.0, 2.0) @ similarity
+    torch.testing.assert_close(scores[:, cold], cold_scores, atol=1e-4, rtol=1e-4)
+    linear = small_marec(ease_lambda=5.0, alignment=2.0, neighbors=4)[0]
+    assert not torch.allclose(
+        scores[:, cold].float(), linear.score_users(torch.arange(dataset.num_users))[:, cold]
+    )
 
 
 def test_no_dense_block_or_a_huge_catalogue_is_an_error():

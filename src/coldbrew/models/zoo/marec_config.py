@@ -38,6 +38,13 @@ class MARecOptions:
         above=0,
     )
 
+    similarity_temperature: float = option(
+        0.0,
+        "τ: 0 keeps G's columns linear in the cosines (MARec's); above 0, each cold item's "
+        "column is softmax(cosine / τ) over its k nearest warm items (sums to 1)",
+        minimum=0,
+    )
+
     def negative_sampling(self) -> tuple[int, bool]:
         """MARec trains nothing; the task still asks how a sample would be drawn."""
         return 1, False
