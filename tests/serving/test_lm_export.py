@@ -1,5 +1,6 @@
-"""An LM run's export: ``coldbrew export`` writes it (its state holds a non-tensor extra state),
-the server rebuilds its model, and neither loads the text block the LM never reads."""
+"""An LM run's export: ``coldbrew export`` writes it (its state holds a non-tensor extra state,
+the backbone's identity, which goes to the manifest), the server rebuilds its model and checks
+that identity, and neither loads the text block the LM never reads."""
 
 from __future__ import annotations
 
@@ -90,3 +91,26 @@ def test_an_lm_export_on_other_data_is_refused(lm_export):
     other["data"]["digest"] = "0" * 64
     with pytest.raises(ColdbrewError, match="not the data this export was made from"):
         model_from_export(folder, other)
+
+
+def test_an_lm_export_keeps_its_backbone_identity_and_refuses_another(lm_export):
+    from coldbrew.serving.new_items import model_from_export
+
+    config, folder, manifest, encoded = lm_export
+    extra = manifest["model_extra_state"]
+    assert list(extra) == ["_extra_state"] and extra["_extra_state"]["backbone_identity"]
+    other = copy.deepcopy(manifest)
+    other["model_extra_state"]["_extra_state"]["backbone_identity"] = "other files"
+    with pytest.raises(ColdbrewError, match="differs from the one this checkpoint was trained on"):
+        model_from_export(folder, other)
+
+
+def test_model_state_parts_keeps_tensors_and_json_apart():
+    from coldbrew.serving.export import model_state_parts
+
+    weight = torch.ones(2, requires_grad=True)
+    tensors, extra = model_state_parts({"w": weight, "_extra_state": {"backbone_identity": "x"}})
+    assert list(tensors) == ["w"] and not tensors["w"].requires_grad
+    assert extra == {"_extra_state": {"backbone_identity": "x"}}
+    with pytest.raises(ColdbrewError, match="'bad' is neither a tensor nor JSON"):
+        model_state_parts({"bad": object()})

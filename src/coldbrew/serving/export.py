@@ -136,6 +136,24 @@ def manifest_of(loaded, vectors: Vectors) -> dict:
     }
 
 
+def model_state_parts(state: dict) -> tuple[dict, dict]:
+    """``state`` split into its tensors (for safetensors) and the rest, a module's extra state
+    such as the LM's backbone identity (for the manifest; it must be JSON)."""
+    tensors, extra = {}, {}
+    for name, value in state.items():
+        if isinstance(value, torch.Tensor):
+            tensors[name] = value.detach().cpu().contiguous().clone()
+        else:
+            try:
+                json.dumps(value)
+            except TypeError as error:
+                raise ColdbrewError(
+                    f"the model's state entry {name!r} is neither a tensor nor JSON: {error}"
+                ) from None
+            extra[name] = value
+    return tensors, extra
+
+
 def export_run(
     run_dir: Path | str, out: Path | str, *, index: str | None = None, device: str = "cpu"
 ) -> dict:
@@ -153,13 +171,9 @@ def export_run(
         manifest["index"] = {"kind": index, "file": "items.faiss"}
     state = None
     if manifest["new_items"]["reads"] is not None:
-        # tensors only: a module's extra state (the LM's backbone identity) is no tensor,
-        # and the model loads without it
-        state = {
-            name: tensor.detach().cpu().contiguous().clone()
-            for name, tensor in loaded.model.state_dict().items()
-            if isinstance(tensor, torch.Tensor)
-        }
+        state, extra = model_state_parts(loaded.model.state_dict())
+        if extra:  # the LM's backbone identity: checked again when the server rebuilds it
+            manifest["model_extra_state"] = extra
     config_text = (Path(run_dir) / "config.yaml").read_text()
     write_export(out, vectors, manifest, model_state=state, config_text=config_text, index=built)
     return manifest

@@ -165,7 +165,9 @@ def model_from_export(folder: Path, manifest: dict):
             f"the data {config.data} is not the data this export was made from (digest differs)"
         )
     model = build_model(config.model, dataset, config)
-    load_model_state(model, load_file(str(folder / MODEL_STATE)), dataset.name)
+    state = load_file(str(folder / MODEL_STATE))
+    state.update(manifest.get("model_extra_state") or {})  # the LM's backbone identity
+    load_model_state(model, state, dataset.name)
     return model.eval()
 
 
