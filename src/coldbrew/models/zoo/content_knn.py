@@ -14,8 +14,9 @@ ridge map ``r(x) = xW + b`` fitted on the warm items (``coldbrew.models.zoo.ridg
 ``ridge_lambda``, on the same joined blocks), cold item ``c`` gets
 ``r(x_c) + ρ Σ_j softmax(s / τ)_j · (e_{n_j} − r(x_{n_j}))``: the map's estimate corrected by
 how wrong it was on the most similar warm items (ρ = 0 would be ridge itself). On
-ml-1m-coldstart at mpnet@128 this lifted the select half's own-split cold Recall@20 from
-0.451 (the classic KNN, searched) to 0.513 (BENCHMARKS.md, "Content KNN around the ridge map").
+ml-1m-coldstart at mpnet@128 the classic KNN, searched, read 0.451 own-split cold Recall@20 on
+the select half, below ridge's 0.506; ρ 0.5 read 0.513 and the searched ρ 0.055, close to
+ridge, 0.507 (BENCHMARKS.md, "Content KNN around the ridge map").
 
 The backbone's vectors are persistent buffers (a checkpoint restores them); the content is data
 and the cold vectors are computed from it whenever ``item_embeddings`` is called, in chunks of
