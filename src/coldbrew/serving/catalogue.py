@@ -22,7 +22,10 @@ import torch
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.recommend import key_order, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
-from coldbrew.serving.index import search, search_depth, set_search_depth
+
+# the depth reader is renamed: load_catalogue's search_depth parameter would shadow it
+from coldbrew.serving.index import search, set_search_depth
+from coldbrew.serving.index import search_depth as index_search_depth
 from coldbrew.serving.new_items import BadRequest, NewItemEncoder
 from coldbrew.serving.ranking import (
     ItemFields,
@@ -258,7 +261,7 @@ class Catalogue:
             "items": len(self.item_ids),
             "added_items": len(self.added),
             "index": self.info.get("served_index"),
-            "search_depth": None if self.index is None else search_depth(self.index),
+            "search_depth": None if self.index is None else index_search_depth(self.index),
             "new_items": self.encoder_error
             or "scored from " + str((self.info.get("new_items") or {}).get("reads")),
             "loaded_at": self.loaded_at,
