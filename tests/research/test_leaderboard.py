@@ -11,13 +11,8 @@ from tiny_run import TINY
 
 from coldbrew.cli import main
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.leaderboard import (
-    leaderboard,
-    parse_blends,
-    parse_models,
-    seed_seconds,
-    table_cells,
-)
+from coldbrew.research.board import seed_seconds, table_cells
+from coldbrew.research.leaderboard import leaderboard, parse_blends, parse_models
 
 
 def quiet(_line: str) -> None:
@@ -106,7 +101,7 @@ def test_leaderboard_command_prints_the_table(tmp_path, capsys):
 
 
 def test_the_table_shows_report_and_test_and_marks_val_where_there_is_no_report():
-    from coldbrew.research.leaderboard import table_cells
+    from coldbrew.research.board import table_cells
 
     cell = {"recall@20": {"mean": 0.2, "std": None, "n": 1, "values": [0.2]}}
     honest = {"all": {"val": {"cold": cell}, "report": {"cold": cell}, "test": {"cold": cell}}}

@@ -16,7 +16,8 @@ finished is not trained again (its settings must be the ones given now), and an 
 already written is read back. Writes ``leaderboard.json``, ``leaderboard.md`` and, with
 matplotlib, ``leaderboard.png`` (report cold Recall@20 per model and convention, with the
 seeds' standard deviation as error bars). The table reports ``report`` (the validation items no
-choice read, ``coldbrew.data.selection``) and ``test``; never the items that chose.
+choice read, ``coldbrew.data.selection``) and ``test``; never the items that chose. The rows and
+their table are ``coldbrew.research.board``'s.
 """
 
 from __future__ import annotations
@@ -28,11 +29,9 @@ from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.compare import NO_COLD_SIGNAL
-from coldbrew.research.summary import format_mean_std, mean_std, reported_split
+from coldbrew.research.board import format_board, model_row, plot_board, table_cells
 
 CONVENTIONS = ("all", "split")
-METRICS = ("recall@20", "ndcg@20")
 LEADERBOARD_JSON, LEADERBOARD_MD, LEADERBOARD_PNG = (
     "leaderboard.json",
     "leaderboard.md",
@@ -245,80 +244,6 @@ def blend_models(
     return results
 
 
-def seed_seconds(name: str, trained: dict) -> list:
-    """Each seed's whole-run seconds of ``trained[name]`` (training, evaluation and a zoo
-    model's backbone, cached or not); a blend's own seconds plus those of the runs it blends
-    (its own are only the weight search and one evaluation)."""
-    results = trained[name]
-    seconds = []
-    for seed, entry in results["per_seed"].items():
-        total = run_seconds(entry)
-        for part in results.get("parts", ()):
-            # a multi-seed run keys its seeds as JSON does ("3"), a blend as ints: by text
-            part_seeds = {str(key): value for key, value in trained[part]["per_seed"].items()}
-            total += run_seconds(part_seeds[str(seed)])
-        seconds.append(total)
-    return seconds
-
-
-def run_seconds(results: dict) -> float:
-    """One run's seconds: its wall time and its backbone's training (absent in older runs)."""
-    timing = results["timing"]
-    return timing["wall_seconds"] + timing.get("backbone_seconds", 0.0)
-
-
-def no_cold_signal(runs: Sequence[dict], split: str) -> bool:
-    """Whether some seed's cold scores on ``split`` were all equal (``cold_signal`` 0.0, from
-    ``coldbrew.evaluation.engine``): its cold metrics then measure how ties fall, no model."""
-    flags = [run.get(split, {}).get("cold", {}).get("cold_signal") for run in runs]
-    return any(flag == 0.0 for flag in flags)
-
-
-def convention_metrics(seed_run: Path, convention: str) -> dict:
-    """A seed's best checkpoint scored under ``convention`` (read back when already written)."""
-    from coldbrew.training.run_evaluation import evaluate_run
-
-    path = seed_run / f"evaluation-{convention}.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if saved.get("cold_candidates") == convention:
-            return saved["metrics"]
-    return evaluate_run(seed_run, cold_candidates=convention, output=path.name)["metrics"]
-
-
-def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) -> dict:
-    """``{"model", "seeds", "wall_seconds", "metrics": {convention: {split: {group: {metric:
-    mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds."""
-    results = trained[model]
-    seeds = results["seeds"]
-    per_seed = {
-        convention: [convention_metrics(out / model / f"seed-{seed}", convention) for seed in seeds]
-        for convention in conventions
-    }
-    metrics: dict = {}
-    flagged = [
-        [convention, split]
-        for convention, runs in per_seed.items()
-        for split in runs[0]
-        if no_cold_signal(runs, split)
-    ]
-    for convention, runs in per_seed.items():
-        for split in runs[0]:
-            for group in runs[0][split]:
-                for name in METRICS:
-                    values = [run.get(split, {}).get(group, {}).get(name) for run in runs]
-                    cell = metrics.setdefault(convention, {}).setdefault(split, {})
-                    cell.setdefault(group, {})[name] = mean_std(values)
-    wall = mean_std(seed_seconds(model, trained))
-    return {
-        "model": model,
-        "seeds": seeds,
-        "wall_seconds": wall,
-        "metrics": metrics,
-        "no_cold_signal": flagged,
-    }
-
-
 def leaderboard(
     base_layers: Sequence[dict],
     models: Sequence[str],
@@ -355,79 +280,3 @@ def leaderboard(
             plot_board(rows, out / LEADERBOARD_PNG, log=log)
     board["table"] = format_board(header, cells)
     return board
-
-
-def shown(split: str) -> str:
-    """A split as a column names it: ``val`` is marked as the items that chose."""
-    return "val (chose)" if split == "val" else split
-
-
-def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
-    """Column names ``convention split/group metric`` for every measured combination, and the
-    rows' ``mean ± std`` text. The splits shown are those that report: ``report`` (the
-    validation items no choice read) and ``test``; ``val`` (the items that chose: best epoch,
-    blend weights) only where the runs have no report half, marked so. leaderboard.json keeps
-    every split. "no cold signal" fills the cold columns of a model whose cold
-    scores were all equal: its numbers there only say how ties fell."""
-    keys = []
-    for row in rows:
-        for convention, splits in row["metrics"].items():
-            for split, groups in splits.items():
-                for group, names in groups.items():
-                    keys += [(convention, split, group, name) for name in names]
-    keys = list(dict.fromkeys(keys))
-    reported = {c for c, s, _, _ in keys if s == "report"}
-    keys = [key for key in keys if not (key[1] == "val" and key[0] in reported)]
-    header = ["model"] + [f"{c} {shown(s)}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
-    cells = []
-    for row in rows:
-        flagged = [list(pair) for pair in row.get("no_cold_signal", [])]
-        text = [
-            NO_COLD_SIGNAL
-            if g == "cold" and [c, s] in flagged
-            else format_mean_std(row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m))
-            for c, s, g, m in keys
-        ]
-        seconds = row["wall_seconds"]
-        cells.append([row["model"], *text, format_mean_std(seconds, digits=0)])
-    return header, cells
-
-
-def format_board(header: list[str], cells: list[list[str]], *, markdown: bool = False) -> str:
-    from coldbrew.research.compare import format_table
-
-    return format_table(header, cells, markdown=markdown)
-
-
-def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) -> Path | None:
-    """Bars of report cold Recall@20 (val where there is no report half; else the first group
-    measured) per model and convention, with the seeds' standard deviation as error bars."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        log("note: matplotlib is not installed: no leaderboard.png (pip install 'coldbrew[plot]')")
-        return None
-    conventions = list(dict.fromkeys(c for row in rows for c in row["metrics"]))
-    figure = Figure(figsize=(max(5, 1.2 * len(rows) + 2), 4), layout="constrained")
-    axis = figure.subplots()
-    width = 0.8 / max(len(conventions), 1)
-    for index, convention in enumerate(conventions):
-        means, errors = [], []
-        for row in rows:
-            measured = row["metrics"].get(convention, {})
-            split, label = reported_split(measured)
-            groups = measured.get(split, {})
-            group = "cold" if "cold" in groups else next(iter(groups), None)
-            value = groups.get(group, {}).get("recall@20") or {}
-            means.append(value.get("mean") or 0.0)
-            errors.append(value.get("std") or 0.0)
-        positions = [position + index * width for position in range(len(rows))]
-        axis.bar(positions, means, width, yerr=errors, capsize=3, label=f"{convention} candidates")
-    axis.set_xticks(
-        [position + width * (len(conventions) - 1) / 2 for position in range(len(rows))]
-    )
-    axis.set_xticklabels([row["model"] for row in rows])
-    axis.set_ylabel(f"{label} cold Recall@20 (mean ± std over seeds)")
-    axis.legend(fontsize=8)
-    figure.savefig(path, dpi=100)
-    return path
