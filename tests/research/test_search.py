@@ -199,3 +199,47 @@ def test_dimensions_know_what_they_can_draw():
     assert lr.contains(0.1) and not lr.contains(0.2) and not lr.contains(None)
     assert epochs.contains(3) and not epochs.contains(2.5) and not epochs.contains(5)
     assert dim.contains(16) and not dim.contains(32)
+
+
+def test_a_joint_trial_is_the_geometric_mean_of_both_conventions(tmp_path):
+    # the run's own convention (all) from its results, the other (split) scored again from its
+    # best checkpoint; both halves, the report half shown and never chosen on
+    require("optuna")
+    base = {**BASE, "epochs": 1, "lr": GOOD}
+    space = parse_space({"dim": {"categorical": [8, 16]}}, (base,))
+    out = tmp_path / "study"
+    options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}
+    lines: list[str] = []
+    result = search((base,), space, out, trials=2, objective="joint", log=lines.append, **options)
+
+    for row in result["rows"]:
+        run = out / row["run_dir"]
+        own = json.loads((run / "results.json").read_text())["metrics"]
+        other = json.loads((run / "evaluation-split.json").read_text())
+        assert other["cold_candidates"] == "split"
+        by_hand = {
+            half: (own[half]["cold"]["recall@5"] * other["metrics"][half]["cold"]["recall@5"])
+            ** 0.5
+            for half in ("val", "report")
+        }
+        assert row["value"] == pytest.approx(by_hand["val"], rel=1e-12)
+        assert row["report"] == pytest.approx(by_hand["report"], rel=1e-12)
+        assert row["conventions"]["all"]["val"] == own["val"]["cold"]["recall@5"]
+        # the two conventions differ here, so the joint value is neither of them
+        assert row["conventions"]["split"]["val"] != row["conventions"]["all"]["val"]
+    assert "val joint cold/recall@5" in lines[0] and result["monitor"] == "joint cold/recall@5"
+    assert "val joint cold/recall@5 = " in (out / "best.yaml").read_text()
+
+    # the objective is part of the study: the same study with the default one is refused
+    with pytest.raises(ColdbrewError, match=r"other settings \(objective\)"):
+        search((base,), space, out, trials=3, log=lambda line: None, **options)
+
+
+def test_a_joint_objective_needs_cold_items(tmp_path):
+    require("optuna")
+    base = {**BASE, "early_stop_metric": "all/recall@5"}
+    space = parse_space({"dim": {"categorical": [8, 16]}}, (base,))
+    with pytest.raises(ColdbrewError, match="needs cold items"):
+        search((base,), space, tmp_path / "s", trials=1, objective="joint", log=print)
+    with pytest.raises(ColdbrewError, match="expected monitored or joint"):
+        search((base,), space, tmp_path / "s", trials=1, objective="both", log=print)

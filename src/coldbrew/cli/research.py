@@ -82,6 +82,14 @@ def add_parsers(commands) -> None:
         metavar="EPOCHS",
         help="never prune before this epoch (default 1)",
     )
+    search.add_argument(
+        "--objective",
+        choices=("monitored", "joint"),
+        default="monitored",
+        help="a trial's value: the monitored metric on the select half (default), or joint: "
+        "the geometric mean of the select half's cold metric under both --cold-candidates "
+        "conventions (the other scored again from each best checkpoint)",
+    )
     search.add_argument("--config", help="YAML preset every trial starts from; flags override it")
     search.add_argument("--json", action="store_true", help="print the trials as JSON")
     add_tensorboard_option(search)
@@ -175,6 +183,7 @@ def run_search(args: argparse.Namespace) -> int:
         seeds=seeds,
         startup_trials=args.startup_trials,
         warmup_epochs=args.prune_warmup,
+        objective=args.objective,
         tensorboard=args.tensorboard,
         log=print,
     )

@@ -13,11 +13,19 @@ tried again first (Optuna's retry callback, up to three times). ``timeout`` stop
 finishes or is pruned). A trial that fails (e.g. a non-finite loss) is recorded and the search
 goes on. At the end: ``STUDY/trials.json`` (the table) and ``STUDY/best.yaml``, the best
 trial's settings as a preset for ``coldbrew train --config``.
+
+``objective="joint"`` (recommendation with cold items): a trial's value is the geometric mean of
+its select-half cold metric under both cold-candidate conventions, the run's own
+(``--cold-candidates``, which early stopping and pruning read) and the other, for which each
+seed's best checkpoint is scored again (``evaluation-<convention>.json`` in its run, as the
+leaderboard writes). The two conventions' values differ about fourfold in scale; their geometric
+mean counts a relative gain in either alike, so neither decides alone.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,7 @@ STUDY_DB = "study.db"
 STUDY_NAME = "coldbrew"
 UNSEARCHABLE = {"model": "the model", "early_stop_metric": "the objective"}
 MAX_RETRIES = 3  # times an interrupted trial's settings are tried again
+OBJECTIVES = ("monitored", "joint")
 
 
 class DataCache:
@@ -106,14 +115,23 @@ def task_monitor(config: TrainConfig, dataset: Any):
 STUDY_BUDGET = ("epochs", "patience")
 
 
-def search_settings(base: TrainConfig, space: SearchSpace, seeds: Sequence[int] | None) -> dict:
+def search_settings(
+    base: TrainConfig,
+    space: SearchSpace,
+    seeds: Sequence[int] | None,
+    objective: str = "monitored",
+) -> dict:
     """What identifies a study: settings that change what a trial trains (its epochs and
-    patience included), the space, the seeds."""
+    patience included), the space, the seeds, and the objective where it is not the default
+    (so a study saved before objectives existed still resumes)."""
     from coldbrew.training.run import RESUMABLE_OVERRIDES, flat_settings
 
     runtime_only = RESUMABLE_OVERRIDES - set(STUDY_BUDGET)
     flat = {k: v for k, v in flat_settings(base).items() if k not in runtime_only}
-    return json.loads(json.dumps({"base": flat, "space": space.to_dict(), "seeds": seeds}))
+    settings = {"base": flat, "space": space.to_dict(), "seeds": seeds}
+    if objective != "monitored":
+        settings["objective"] = objective
+    return json.loads(json.dumps(settings))
 
 
 def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: int, seed: int):
@@ -135,13 +153,18 @@ def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: 
     if saved is None:
         study.set_user_attr("settings", settings)
     elif saved != settings:
+        parts = set(saved) | set(settings)
         changed = sorted(
             f"{part}.{key}"
-            for part in settings
-            for key in set(saved.get(part) or {}) | set(settings[part] or {})
-            if isinstance(settings[part], dict)
-            and (saved.get(part) or {}).get(key) != settings[part].get(key)
-        ) or ["seeds"]
+            for part in parts
+            if isinstance(settings.get(part), dict)
+            for key in set(saved.get(part) or {}) | set(settings[part])
+            if (saved.get(part) or {}).get(key) != settings[part].get(key)
+        ) + sorted(
+            part
+            for part in parts
+            if not isinstance(settings.get(part), dict) and saved.get(part) != settings.get(part)
+        )
         raise ColdbrewError(
             f"{out} holds a study with other settings ({', '.join(changed)}); "
             "run it with its own settings or choose another --out"
@@ -228,6 +251,7 @@ def search(
     seeds: Sequence[int] | None = None,
     startup_trials: int = 5,
     warmup_epochs: int = 1,
+    objective: str = "monitored",
     tensorboard: bool = True,
     plot: bool = True,
     log: Callable[[str], None] = print,
@@ -241,36 +265,49 @@ def search(
             raise ColdbrewError(f"{name} cannot be searched (it changes {what}); fix it instead")
     if trials < 1:
         raise ColdbrewError(f"--trials must be at least 1, not {trials}")
+    if objective not in OBJECTIVES:
+        raise ColdbrewError(f"--objective is {objective!r}; expected {' or '.join(OBJECTIVES)}")
+    if objective == "joint" and "cold_candidates" in space.dimensions:
+        raise ColdbrewError("cold_candidates cannot be searched with --objective joint")
     check_study_dir(out)
     base_layers = (*base_layers, space.fixed)
     base = make_config(*base_layers)
     cache = DataCache()
     monitor = task_monitor(base, cache(base))
+    if objective == "joint" and monitor.section != "cold":
+        raise ColdbrewError(
+            f"--objective joint needs cold items to rank (this run monitors {monitor.key}): "
+            "give data with cold validation items, or leave --objective out"
+        )
     direction = "maximize" if monitor.mode == "max" else "minimize"
+    key = monitor.key if objective == "monitored" else f"joint {monitor.key}"
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        settings = search_settings(base, space, seeds)
+        settings = search_settings(base, space, seeds, objective)
         study = open_study(out, direction, settings, startup_trials, warmup_epochs, base.seed)
         retry_interrupted(study, log)
         if not study.trials:
             enqueue_starting_point(study, base, space, log)
         remaining = trials - finished_trials(study)
         if remaining > 0:
-            log(f"study {out}: {remaining} trial(s) to run, {direction} val {monitor.key}")
-            objective = make_objective(
-                base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log
+            log(f"study {out}: {remaining} trial(s) to run, {direction} val {key}")
+            trial_value = make_objective(
+                base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log, objective
             )
             study.optimize(
-                objective,
+                trial_value,
                 n_trials=remaining,
                 timeout=timeout,
                 catch=(ColdbrewError,),
-                callbacks=[lambda study, trial: log(trial_line(trial, monitor.key))],
+                callbacks=[lambda study, trial: log(trial_line(trial, key))],
             )
-        return finish_study(study, base_layers, space, out, monitor.key)
+        return finish_study(study, base_layers, space, out, key)
 
 
-def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log):
+def make_objective(
+    base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log, kind="monitored"
+):
+    """The trial's value: ``kind`` ``"monitored"`` or ``"joint"`` (``OBJECTIVES``)."""
     from coldbrew.registry import model_spec
     from coldbrew.research.curves import train_with_curves
     from coldbrew.research.seeds import train_seeds
@@ -287,10 +324,45 @@ def make_objective(base_layers, space, out, monitor, seeds, cache, tensorboard, 
         else:
             results = train_with_curves(config, run_dir, dataset=cache(config), **options)
         record_results(trial, results, monitor)
+        if kind == "joint":
+            dirs = [run_dir / f"seed-{seed}" for seed in seeds] if seeds else [run_dir]
+            values = convention_values(results, dirs, config.cold_candidates, monitor)
+            trial.set_user_attr("conventions", values)
+            trial.set_user_attr("report", joint_value(values, "report"))
+            value = joint_value(values, "val")
+            if value is None:
+                raise ColdbrewError(f"trial {trial.number}: {monitor.key} was not measured")
+            return value
         value = monitored(results, "val", monitor)
         return float(value["mean"] if isinstance(value, dict) else value)
 
     return objective
+
+
+def convention_values(results: dict, run_dirs: Sequence[Path], own: str, monitor) -> dict:
+    """``{convention: {"val": value, "report": value}}``: the monitored metric on each half under
+    the run's own convention (from ``results``) and the other (each of ``run_dirs``' best
+    checkpoint scored again under it; the mean over them)."""
+    from coldbrew.research.board import convention_metrics
+    from coldbrew.research.summary import is_aggregate, mean_std
+
+    other = "split" if own == "all" else "all"
+    values: dict[str, dict[str, float | None]] = {own: {}, other: {}}
+    scored = [convention_metrics(path, other) for path in run_dirs]
+    for half in ("val", "report"):
+        value = monitored(results, half, monitor)
+        values[own][half] = value["mean"] if is_aggregate(value) else value
+        again = [run.get(half, {}).get(monitor.section, {}).get(monitor.metric) for run in scored]
+        values[other][half] = None if None in again else mean_std(again)["mean"]
+    return values
+
+
+def joint_value(values: dict, half: str) -> float | None:
+    """The geometric mean of both conventions' values on ``half`` (None where one is missing)."""
+    both = [entry.get(half) for entry in values.values()]
+    if any(value is None for value in both):
+        return None
+    return math.prod(both) ** (1 / len(both))
 
 
 def monitored(results: dict, half: str, monitor) -> Any:

@@ -30,6 +30,7 @@ def trial_rows(study) -> list[dict[str, Any]]:
                 "state": state,
                 "value": trial.value,
                 "report": attrs.get("report"),  # the report half: shown, never chosen on
+                "conventions": attrs.get("conventions"),  # a joint objective's parts
                 "params": dict(trial.params),
                 "best_epoch": attrs.get("best_epoch"),
                 "epochs_run": attrs.get("epochs_run", attrs.get("pruned_at_epoch")),
