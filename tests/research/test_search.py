@@ -243,3 +243,26 @@ def test_a_joint_objective_needs_cold_items(tmp_path):
         search((base,), space, tmp_path / "s", trials=1, objective="joint", log=print)
     with pytest.raises(ColdbrewError, match="expected monitored or joint"):
         search((base,), space, tmp_path / "s", trials=1, objective="both", log=print)
+
+
+def test_a_pruned_joint_trial_names_the_metric_its_pruning_read():
+    # a joint trial is pruned on its own convention's values, never on the joint value
+    optuna = require("optuna")
+    from coldbrew.research.search import trial_line
+
+    pruned = optuna.trial.create_trial(
+        state=optuna.trial.TrialState.PRUNED,
+        params={"dim": 8},
+        distributions={"dim": optuna.distributions.CategoricalDistribution([8, 16])},
+        intermediate_values={1: 0.25},
+        user_attrs={"pruned_at_epoch": 1},
+    )
+    line = trial_line(pruned, "joint cold/recall@5", "cold/recall@5")
+    assert "after epoch 1: best val cold/recall@5 so far 0.2500 (dim=8)" in line
+    done = optuna.trial.create_trial(
+        state=optuna.trial.TrialState.COMPLETE,
+        value=0.5,
+        params={"dim": 8},
+        distributions={"dim": optuna.distributions.CategoricalDistribution([8, 16])},
+    )
+    assert "complete val joint cold/recall@5 0.5000" in trial_line(done, "joint cold/recall@5", "x")

@@ -299,7 +299,7 @@ def search(
                 n_trials=remaining,
                 timeout=timeout,
                 catch=(ColdbrewError,),
-                callbacks=[lambda study, trial: log(trial_line(trial, key))],
+                callbacks=[lambda study, trial: log(trial_line(trial, key, monitor.key))],
             )
         return finish_study(study, base_layers, space, out, key)
 
@@ -390,13 +390,16 @@ def record_results(trial, results: dict, monitor=None) -> None:
         trial.set_user_attr(name, value["mean"] if is_aggregate(value) else value)
 
 
-def trial_line(trial, key: str) -> str:
+def trial_line(trial, key: str, reported_key: str | None = None) -> str:
+    """One finished trial: its state, value (``key``) and settings; a pruned trial's last
+    reported value is named ``reported_key`` (the monitored metric, which a joint objective's
+    pruning reads), or ``key``."""
     shown = ", ".join(f"{name}={format_value(value)}" for name, value in trial.params.items())
     value = "" if trial.value is None else f" val {key} {trial.value:.4f}"
     if trial.state.name == "PRUNED" and trial.intermediate_values:
         best = trial.intermediate_values[max(trial.intermediate_values)]
         epoch = trial.user_attrs.get("pruned_at_epoch")
-        value = f" after epoch {epoch}: best val {key} so far {best:.4f}"
+        value = f" after epoch {epoch}: best val {reported_key or key} so far {best:.4f}"
     return f"trial {trial.number} {trial.state.name.lower()}{value} ({shown})"
 
 
