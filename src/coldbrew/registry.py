@@ -24,6 +24,7 @@ from coldbrew.models.zoo.gar_config import GAROptions
 from coldbrew.models.zoo.heater_config import HeaterOptions
 from coldbrew.models.zoo.knn_config import KNNOptions
 from coldbrew.models.zoo.marec_config import MARecOptions
+from coldbrew.models.zoo.popularity_config import PopularityOptions
 from coldbrew.models.zoo.ridge_config import RidgeOptions
 
 
@@ -204,6 +205,14 @@ MODELS: dict[str, ModelSpec] = {
         "coldbrew.models.zoo.marec:build",
         "recommendation",
         "MARec (Monteil et al. 2024): closed-form EASE whose cold columns follow content",
+        trains=False,
+    ),
+    "popularity": ModelSpec(
+        "popularity",
+        PopularityOptions,
+        "coldbrew.models.zoo.popularity:build",
+        "recommendation",
+        "content popularity: one ranking for all, cold items by the popularity content predicts",
         trains=False,
     ),
     "bpr": ModelSpec(

@@ -44,6 +44,7 @@ SMALL = {
     "knn": {"data": "synthetic:small", "backbone_dim": 8, "backbone_epochs": 3},
     "ridge": {"data": "synthetic:small", "backbone_dim": 8, "backbone_epochs": 3},
     "marec": {"data": "synthetic:small", "ease_lambda": 10.0},
+    "popularity": {"data": "synthetic:small", "ridge_lambda": 1.0},
 }
 RUN = {"batch_size": 256, "lr": 0.01, "quiet": True, "device": "cpu", "seed": 4}
 # modes of a model that take another path through it, checked as models of their own

@@ -32,7 +32,7 @@ from coldbrew.errors import ColdbrewError
 # a leaderboard's models by a seed's seconds on ml-1m-coldstart (BENCHMARKS.md's zoo tables),
 # longest first, so the last to start is a short one; a model not named goes between the groups
 LONGEST_FIRST = ("lm", "clcrec", "heater", "dropoutnet", "aldi", "gar", "deepmusic")
-SHORTEST_LAST = ("ridge", "knn", "marec", "bpr")
+SHORTEST_LAST = ("ridge", "knn", "marec", "popularity", "bpr")
 STOP_SECONDS = 20.0  # after an interrupt, how long a process may take to stop on its own
 WAIT_SECONDS = 1.0  # how often the hand-out loop looks for a process that died
 IDLE_SECONDS = 10.0  # how long an idle process that was told to end may take to end
