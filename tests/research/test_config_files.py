@@ -43,7 +43,8 @@ def test_a_search_space_for_another_model_is_refused():
 
 
 def test_the_champion_preset_names_a_board_that_parses():
-    from coldbrew.research.leaderboard import board_preset, parse_blends, parse_models
+    from coldbrew.research.blend_names import parse_blends
+    from coldbrew.research.leaderboard import board_preset, parse_models
     from coldbrew.research.seeds import parse_seeds
 
     named = board_preset(load_yaml(CONFIGS / "best.yaml"))

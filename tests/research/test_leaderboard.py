@@ -11,8 +11,9 @@ from tiny_run import TINY
 
 from coldbrew.cli import main
 from coldbrew.errors import ColdbrewError
+from coldbrew.research.blend_names import parse_blends
 from coldbrew.research.board import seed_seconds, table_cells
-from coldbrew.research.leaderboard import leaderboard, parse_blends, parse_models
+from coldbrew.research.leaderboard import leaderboard, parse_models
 
 
 def quiet(_line: str) -> None:

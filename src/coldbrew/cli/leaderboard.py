@@ -110,12 +110,8 @@ def run_blend(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, load_yaml
-    from coldbrew.research.leaderboard import (
-        board_preset,
-        leaderboard,
-        parse_blends,
-        parse_models,
-    )
+    from coldbrew.research.blend_names import parse_blends
+    from coldbrew.research.leaderboard import board_preset, leaderboard, parse_models
     from coldbrew.research.parallel import parse_jobs
     from coldbrew.research.seeds import parse_seeds
 

@@ -19,18 +19,18 @@ METRICS = ("recall@20", "ndcg@20")
 
 def seed_seconds(name: str, trained: dict) -> list:
     """Each seed's whole-run seconds of ``trained[name]`` (training, evaluation and a zoo
-    model's backbone, cached or not); a blend's own seconds plus those of the runs it blends
-    (its own are only the weight search and one evaluation)."""
+    model's backbone, cached or not); a blend's own seconds plus those of the runs it blends,
+    an inner blend's with its runs' (its own are only the weight search and one evaluation)."""
+    return [seconds_at(name, str(seed), trained) for seed in trained[name]["per_seed"]]
+
+
+def seconds_at(name: str, seed: str, trained: dict) -> float:
+    """``trained[name]``'s seconds at ``seed`` (as text), with those of its ``parts``."""
     results = trained[name]
-    seconds = []
-    for seed, entry in results["per_seed"].items():
-        total = run_seconds(entry)
-        for part in results.get("parts", ()):
-            # a multi-seed run keys its seeds as JSON does ("3"), a blend as ints: by text
-            part_seeds = {str(key): value for key, value in trained[part]["per_seed"].items()}
-            total += run_seconds(part_seeds[str(seed)])
-        seconds.append(total)
-    return seconds
+    # a multi-seed run keys its seeds as JSON does ("3"), a blend as ints: by text
+    entry = {str(key): value for key, value in results["per_seed"].items()}[seed]
+    parts = results.get("parts", ())
+    return run_seconds(entry) + sum(seconds_at(part, seed, trained) for part in parts)
 
 
 def run_seconds(results: dict) -> float:

@@ -29,6 +29,14 @@ from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.research.blend_names import (
+    PREFIX,
+    Member,
+    blend_name,
+    in_order,
+    member_name,
+    parse_blend,
+)
 from coldbrew.research.board import format_board, model_row, plot_board, table_cells
 
 CONVENTIONS = ("all", "split")
@@ -130,8 +138,11 @@ def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
 
 
 def with_earlier(
-    out: Path, models: Sequence[str], blends: Sequence[Sequence[str]], base_layers: Sequence[dict]
-) -> tuple[list[str], list[list[str]]]:
+    out: Path,
+    models: Sequence[str],
+    blends: Sequence[Sequence[Member]],
+    base_layers: Sequence[dict],
+) -> tuple[list[str], list[list[Member]]]:
     """The models and blends asked for, then those an earlier call trained in ``out``: one
     ``--out`` holds one setting, and its table covers every model trained there. A model trained
     there with other settings is refused before anything runs."""
@@ -143,12 +154,17 @@ def with_earlier(
     for model in earlier:
         check_same_settings(out / model, make_config(*base_layers, {"model": model}))
     models = [*models, *(model for model in earlier if model not in models)]
-    blends = [list(names_) for names_ in blends]
+    blends = [list(blend) for blend in blends]
     for name in names:
-        parts = name.removeprefix("blend-").split("+")
-        if name.startswith("blend-") and parts not in blends and set(parts) <= set(models):
-            blends.append(parts)
-    return models, blends
+        if not name.startswith(PREFIX):
+            continue
+        try:
+            found = parse_blend(name.removeprefix(PREFIX), models)
+        except ColdbrewError:  # a blend of models this call does not have
+            continue
+        if found not in blends:
+            blends.append(found)
+    return models, in_order(blends)
 
 
 def train_model(unit: tuple, cache: Any, log: Callable[[str], None]) -> dict:
@@ -194,53 +210,29 @@ def train_models(
     return {model: results[model] for model in models}
 
 
-def parse_blends(text: str | None, models: Sequence[str]) -> list[list[str]]:
-    """``"clcrec+knn,clcrec+gar"`` -> ``[["clcrec", "knn"], ["clcrec", "gar"]]``, every part one
-    of ``models``."""
-    from coldbrew.registry import resolve_model_name
-
-    blends = []
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        names = [resolve_model_name(name.strip()) for name in part.split("+")]
-        missing = [name for name in names if name not in models]
-        if missing and len(names) >= 2:
-            raise ColdbrewError(
-                f"--blend {part.strip()!r}: {', '.join(missing)} not in --models "
-                f"({','.join(models)}); a blend joins models the leaderboard trains: add "
-                f"{'it' if len(missing) == 1 else 'them'} to --models"
-            )
-        if len(names) < 2 or len(set(names)) != len(names):
-            raise ColdbrewError(
-                f"--blend {part.strip()!r}: give two or more of --models joined by +, "
-                f"e.g. {'+'.join(models[:2])}"
-            )
-        blends.append(names)
-    return blends
-
-
 def blend_models(
-    blends: Sequence[Sequence[str]], seeds: Sequence[int], out: Path, *, log
+    blends: Sequence[Sequence[Member]], seeds: Sequence[int], out: Path, *, log
 ) -> dict[str, dict]:
-    """``{"blend-a+b": {"seeds", "per_seed"}}``: per seed, the models' seed runs blended with
-    weights chosen on val (``coldbrew.research.blend``); a finished blend is read back."""
+    """``{"blend-a+b": {"seeds", "per_seed", "parts"}}``: per seed, the members' seed runs (a
+    model's, or an inner blend's, made earlier in ``blends``) blended with weights chosen on val
+    (``coldbrew.research.blend``); a finished blend is read back."""
     from coldbrew.research.blend import blend
 
     results = {}
-    for names in blends:
-        name = "blend-" + "+".join(names)
+    for members in blends:
+        name = blend_name(members)
         per_seed = {}
         for seed in seeds:
             seed_out = out / name / f"seed-{seed}"
             if (seed_out / "results.json").exists():
                 per_seed[seed] = json.loads((seed_out / "results.json").read_text())
                 continue
-            runs = [out / model / f"seed-{seed}" for model in names]
+            runs = [out / member_name(member) / f"seed-{seed}" for member in members]
             log(f"{name}: seed {seed}")
             options = {"overrides": {"quiet": True}, "log": log, "resume": True}
             per_seed[seed] = blend(runs, seed_out, **options)  # an interrupted one is finished
-        results[name] = {"seeds": list(seeds), "per_seed": per_seed, "parts": list(names)}
+        parts = [member_name(member) for member in members]
+        results[name] = {"seeds": list(seeds), "per_seed": per_seed, "parts": parts}
     return results
 
 
@@ -251,7 +243,7 @@ def leaderboard(
     out: Path | str,
     *,
     conventions: Sequence[str] = CONVENTIONS,
-    blends: Sequence[Sequence[str]] = (),
+    blends: Sequence[Sequence[Member]] = (),
     plot: bool = True,
     jobs: int | str = 1,
     log: Callable[[str], None] = print,
