@@ -56,6 +56,10 @@ def test_three_trials_prune_the_bad_ones_and_the_study_resumes(tmp_path):
     assert table[0].split()[:4] == ["trial", "state", "val", "cold/recall@5"]
     assert table[2].split()[2] == f"~{rows[1]['last_reported']:.4f}"  # pruned: its last report
     assert table[1].split()[3] == f"{rows[0]['report']:.4f}" and table[0].split()[4] == "report"
+    assert table[-1] == "~ pruned: its best val cold/recall@5 before it was stopped"
+    joint = format_trials_table(rows, "joint cold/recall@5").splitlines()
+    assert joint[-1].endswith("(its own convention's alone, not a joint cold/recall@5)")
+    assert format_trials_table(rows[:1], "cold/recall@5").splitlines()[-1].startswith("0 ")
     assert any("trial 1 pruned after epoch 1: best val" in line for line in lines)
 
     preset = load_yaml(result["preset"])

@@ -57,7 +57,8 @@ def _cell(value: Any, digits: int = 4) -> str:
 
 def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
     """An aligned text table; a pruned trial shows its last reported value, marked ~ (the best
-    validation value before it was stopped)."""
+    validation value before it was stopped), which a line under the table names: in a joint
+    study (``key`` "joint ...") that value is the monitored metric's, not a joint value."""
     names = list(dict.fromkeys(name for row in rows for name in row["params"]))
     header = ["trial", "state", f"val {key}", "report", "best epoch", "epochs", "s to best"]
     header += names
@@ -79,7 +80,13 @@ def format_trials_table(rows: Sequence[Mapping[str, Any]], key: str) -> str:
                 *(_cell(row["params"].get(name)) for name in names),
             ]
         )
-    return format_table(header, cells)
+    table = format_table(header, cells)
+    if any(row["state"] == "pruned" and row["last_reported"] is not None for row in rows):
+        monitored = key.removeprefix("joint ")
+        table += f"\n~ pruned: its best val {monitored} before it was stopped"
+        if monitored != key:
+            table += f" (its own convention's alone, not a {key})"
+    return table
 
 
 # how the search ran, not what the best trial trained: left out of best.yaml
