@@ -14,9 +14,9 @@ class PopularityOptions:
     warm items by their training interactions, cold items by the popularity their content
     predicts; nothing to train by gradient. A baseline, and a blend's popularity term."""
 
-    # λ 1 was set before any blend was measured and is not searched (ml-1m-coldstart, mpnet@128
-    # genre,text, select half alone: 0.042 all-cold, 0.447 own-split; BENCHMARKS.md, "Content
-    # popularity in the champion's blend")
+    # λ 1 was set before any blend was measured; afterwards, in the champion's blend on
+    # ml-1m-coldstart (mpnet@128 genre,text), no λ of 0.1, 0.3, 3 or 10 led it on the select half
+    # under both conventions (BENCHMARKS.md, "Content popularity in the champion's blend")
     ridge_lambda: float = option(
         1.0, "λ: L2 penalty of the content → log(1 + interactions) map", above=0
     )
