@@ -270,3 +270,46 @@ def test_a_pruned_joint_trial_names_the_metric_its_pruning_read():
         distributions={"dim": optuna.distributions.CategoricalDistribution([8, 16])},
     )
     assert "complete val joint cold/recall@5 0.5000" in trial_line(done, "joint cold/recall@5", "x")
+
+
+def test_a_log_range_with_zero_can_start_from_and_draw_exactly_zero(tmp_path):
+    # the preset's weight decay is 0, which no log range holds: with zero: true, trial 0 trains
+    # exactly 0, its row, line and the best preset read 0, never the switch "weight_decay=0"
+    require("optuna")
+    base = {**BASE, "lr": GOOD, "epochs": 1, "weight_decay": 0.0}
+    spec = {"weight_decay": {"log_uniform": [1e-6, 1e-3], "zero": True}}
+    space = parse_space(spec, (base,))
+    decay = space.dimensions["weight_decay"]
+    assert decay.contains(0) and decay.contains(1e-4) and not decay.contains(1e-2)
+    assert decay.start(0.0) == {"weight_decay=0": True}
+    assert decay.start(1e-4) == {"weight_decay=0": False, "weight_decay": 1e-4}
+    assert space.settings({"weight_decay=0": True}) == {"weight_decay": 0.0}
+    assert space.settings({"weight_decay=0": False, "weight_decay": 1e-4}) == {"weight_decay": 1e-4}
+    assert space.to_dict()["searched"]["weight_decay"]["zero"] is True
+    plain = parse_space({"lr": {"log_uniform": [1e-3, 0.1]}}, (base,))
+    assert "zero" not in plain.to_dict()["searched"]["lr"]  # older studies keep their identity
+
+    lines: list[str] = []
+    options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}
+    out = tmp_path / "study"
+    result = search((base,), space, out, trials=2, log=lines.append, **options)
+    first = result["rows"][0]["params"]
+    assert first == {"weight_decay": 0.0}
+    trained = json.loads((out / "trial-000" / "results.json").read_text())
+    assert trained["config"]["weight_decay"] == 0.0
+    assert all("weight_decay=0" not in row["params"] for row in result["rows"])
+    assert any(line.startswith("trial 0 complete") and "(weight_decay=0)" in line for line in lines)
+    assert isinstance(load_yaml(result["preset"])["weight_decay"], float)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"uniform": [0.0, 1.0], "zero": True},
+        {"int": [1, 4], "zero": True},
+        {"log_uniform": [1e-6, 1e-3], "zero": "yes"},
+    ],
+)
+def test_zero_goes_with_a_log_uniform_range_only(spec):
+    with pytest.raises(ColdbrewError, match="zero: true goes with a log_uniform range"):
+        parse_space({"weight_decay": spec}, (BASE,))

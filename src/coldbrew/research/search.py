@@ -217,7 +217,8 @@ def retry_callback():
 def enqueue_starting_point(study, base: TrainConfig, space: SearchSpace, log) -> None:
     """A new study's first trial trains the settings the search starts from (the defaults and
     the presets given), where the space can draw them: the study's best is then never worse, on
-    the select half, than not searching at all. A value outside its dimension is drawn."""
+    the select half, than not searching at all. A value outside its dimension is drawn (0 in a
+    log range without ``zero: true``)."""
     from coldbrew.training.run import flat_settings
 
     settings = flat_settings(base)
@@ -227,7 +228,13 @@ def enqueue_starting_point(study, base: TrainConfig, space: SearchSpace, log) ->
         if dimension.contains(settings.get(name))
     }
     if start:
-        study.enqueue_trial(start)
+        study.enqueue_trial(
+            {
+                key: value
+                for name, setting in start.items()
+                for key, value in space.dimensions[name].start(setting).items()
+            }
+        )
         shown = ", ".join(f"{name}={value}" for name, value in start.items())
         log(f"trial 0 trains the starting settings ({shown})")
 
@@ -299,7 +306,7 @@ def search(
                 n_trials=remaining,
                 timeout=timeout,
                 catch=(ColdbrewError,),
-                callbacks=[lambda study, trial: log(trial_line(trial, key, monitor.key))],
+                callbacks=[lambda study, trial: log(trial_line(trial, key, monitor.key, space))],
             )
         return finish_study(study, base_layers, space, out, key)
 
@@ -390,11 +397,14 @@ def record_results(trial, results: dict, monitor=None) -> None:
         trial.set_user_attr(name, value["mean"] if is_aggregate(value) else value)
 
 
-def trial_line(trial, key: str, reported_key: str | None = None) -> str:
-    """One finished trial: its state, value (``key``) and settings; a pruned trial's last
-    reported value is named ``reported_key`` (the monitored metric, which a joint objective's
-    pruning reads), or ``key``."""
-    shown = ", ".join(f"{name}={format_value(value)}" for name, value in trial.params.items())
+def trial_line(
+    trial, key: str, reported_key: str | None = None, space: SearchSpace | None = None
+) -> str:
+    """One finished trial: its state, value (``key``) and settings (``space``'s, where given:
+    a drawn 0 as 0); a pruned trial's last reported value is named ``reported_key`` (the
+    monitored metric, which a joint objective's pruning reads), or ``key``."""
+    params = space.settings(trial.params) if space is not None else trial.params
+    shown = ", ".join(f"{name}={format_value(value)}" for name, value in params.items())
     value = "" if trial.value is None else f" val {key} {trial.value:.4f}"
     if trial.state.name == "PRUNED" and trial.intermediate_values:
         best = trial.intermediate_values[max(trial.intermediate_values)]

@@ -2,11 +2,16 @@
 
 ```yaml
 lr: {log_uniform: [0.0005, 0.01]}        # float, sampled uniformly in log space
+weight_decay: {log_uniform: [1e-6, 1e-3], zero: true}   # ... or exactly 0
 temp_value: {uniform: [0.5, 4.0]}        # float (optional step: 0.5)
 num_neg: {int: [32, 256], step: 32}      # integer (optional step, or log: true)
 batch_size: {categorical: [1024, 2048, 4096]}
 epochs: 8                                # a plain value: the same in every trial
 ```
+
+``zero: true`` lets a log range also draw exactly 0 (which no log scale holds): a trial first
+draws the switch ``NAME=0`` (true or false), then, when false, the value. A search that starts
+from a setting of 0 (weight decay off) can then train exactly that setting in its first trial.
 
 Names are the configuration's (``--batch-size``, ``batch_size`` and the original aliases all
 work); ``load_space`` checks every name and both ends of every range against the configuration's
@@ -37,9 +42,17 @@ class Dimension:
     step: float | None = None
     log: bool = False
     choices: tuple = ()
+    zero: bool = False  # a log range that can also draw exactly 0
+
+    @property
+    def switch(self) -> str:
+        """The parameter that draws 0 (``zero``): ``"NAME=0"``."""
+        return f"{self.name}=0"
 
     def suggest(self, trial) -> Any:
         """The value an Optuna ``trial`` draws for this field."""
+        if self.zero and trial.suggest_categorical(self.switch, [False, True]):
+            return 0.0
         if self.kind == "categorical":
             return trial.suggest_categorical(self.name, list(self.choices))
         if self.kind == "int":
@@ -58,7 +71,15 @@ class Dimension:
             return False
         if self.kind == "int" and value != int(value):
             return False
-        return self.low <= value <= self.high
+        return self.low <= value <= self.high or (self.zero and value == 0)
+
+    def start(self, value: Any) -> dict[str, Any]:
+        """The Optuna parameters that draw ``value`` (one this dimension ``contains``)."""
+        if not self.zero:
+            return {self.name: value}
+        if value == 0:
+            return {self.switch: True}
+        return {self.switch: False, self.name: value}
 
     def ends(self) -> list[Any]:
         """Values that must be valid settings: both ends of a range, or every choice."""
@@ -66,7 +87,7 @@ class Dimension:
             return list(self.choices)
         if self.kind == "int":
             return [int(self.low), int(self.high)]
-        return [float(self.low), float(self.high)]
+        return [float(self.low), float(self.high)] + ([0.0] if self.zero else [])
 
 
 @dataclass
@@ -89,6 +110,14 @@ class SearchSpace:
                 description["choices"] = list(description["choices"])
         return {"searched": searched, "fixed": dict(self.fixed)}
 
+    def settings(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """A trial's Optuna parameters as settings: a ``zero`` switch drawn true is the value 0."""
+        settings = dict(params)
+        for dimension in self.dimensions.values():
+            if dimension.zero and settings.pop(dimension.switch, False):
+                settings[dimension.name] = 0.0
+        return settings
+
 
 def _number(value: Any) -> Any:
     """YAML 1.1 reads ``5e-4`` (no dot) as text: such text is taken as the number it spells."""
@@ -102,11 +131,17 @@ def _number(value: Any) -> Any:
 
 def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
     kinds = [kind for kind in KINDS if kind in spec]
-    extra = set(spec) - set(KINDS) - {"step", "log"}
+    extra = set(spec) - set(KINDS) - {"step", "log", "zero"}
     if len(kinds) != 1 or extra:
         raise ColdbrewError(
-            f"search space {name!r}: give one of {', '.join(KINDS)} (plus step or log), "
+            f"search space {name!r}: give one of {', '.join(KINDS)} (plus step, log or zero), "
             f"not {sorted(spec)}"
+        )
+    zero = spec.get("zero", False)
+    if zero not in (True, False) or (zero and kinds[0] != "log_uniform"):
+        raise ColdbrewError(
+            f"search space {name!r}: zero: true goes with a log_uniform range, which cannot "
+            f"hold 0 (a uniform or int range can: start it at 0), not {dict(spec)}"
         )
     kind, values = kinds[0], spec[kinds[0]]
     if kind != "categorical" and isinstance(values, list):
@@ -133,7 +168,7 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
         raise ColdbrewError(f"search space {name!r}: a step cannot go with a log scale")
     if step is not None and not (isinstance(step, int | float) and step > 0):
         raise ColdbrewError(f"search space {name!r}: step must be a positive number, not {step!r}")
-    return Dimension(name, kind, float(low), float(high), step, log)
+    return Dimension(name, kind, float(low), float(high), step, log, zero=zero)
 
 
 def parse_space(mapping: Mapping[str, Any], base_layers: tuple[dict, ...] = ()) -> SearchSpace:

@@ -16,8 +16,9 @@ TRIALS_JSON = "trials.json"
 BEST_PRESET = "best.yaml"
 
 
-def trial_rows(study) -> list[dict[str, Any]]:
-    """One row per trial: number, state, objective value, settings, and what its run took."""
+def trial_rows(study, space) -> list[dict[str, Any]]:
+    """One row per trial: number, state, objective value, settings (``space.settings``), and
+    what its run took."""
     interrupted = set(study.user_attrs.get("interrupted", []))
     rows = []
     for trial in study.trials:
@@ -31,7 +32,7 @@ def trial_rows(study) -> list[dict[str, Any]]:
                 "value": trial.value,
                 "report": attrs.get("report"),  # the report half: shown, never chosen on
                 "conventions": attrs.get("conventions"),  # a joint objective's parts
-                "params": dict(trial.params),
+                "params": space.settings(trial.params),
                 "best_epoch": attrs.get("best_epoch"),
                 "epochs_run": attrs.get("epochs_run", attrs.get("pruned_at_epoch")),
                 "last_reported": reported[max(reported)] if reported else None,
@@ -119,7 +120,7 @@ def finish_study(study, base_layers: Sequence[dict], space, out: Path, key: str)
 
     from coldbrew.training.run import write_json, write_text
 
-    rows = trial_rows(study)
+    rows = trial_rows(study, space)
     write_json(
         {"monitor": key, "direction": study.direction.name.lower(), "trials": rows},
         out / TRIALS_JSON,
@@ -129,13 +130,14 @@ def finish_study(study, base_layers: Sequence[dict], space, out: Path, key: str)
     if not completed:
         return result
     best = study.best_trial
-    preset = best_preset(base_layers, best.params)
+    params = space.settings(best.params)
+    preset = best_preset(base_layers, params)
     header = (
         f"# coldbrew search: the best of {len(completed)} completed trials in {out}: trial "
         f"{best.number}, val {key} = {best.value:.4f}\n"
         f"# searched: {', '.join(space.dimensions)}\n"
     )
     write_text(header + yaml.safe_dump(preset, sort_keys=False), out / BEST_PRESET)
-    result.update(best={"trial": best.number, "value": best.value, "params": best.params})
+    result.update(best={"trial": best.number, "value": best.value, "params": params})
     result["preset"] = str(out / BEST_PRESET)
     return result
