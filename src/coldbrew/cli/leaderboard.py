@@ -43,7 +43,8 @@ def add_parser(commands) -> None:
     board.add_argument(
         "--blend",
         metavar="A+B,...",
-        help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn",
+        help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn; "
+        "(A+B)+C blends the finished blend of A and B with C",
     )
     board.add_argument(
         "--config",
