@@ -25,17 +25,21 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from coldbrew.data.dataset import Dataset
+from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import NothingToTrain, Recommender
 from coldbrew.models.content import content_matrix, new_item_features, normalized_raw_blocks
 from coldbrew.models.zoo.ridge import fit_map
 
 
 def objective(
-    content: torch.Tensor, counts: torch.Tensor, weights: torch.Tensor, bias: float, lam: float
+    content: torch.Tensor,
+    counts: torch.Tensor,
+    weights: torch.Tensor,
+    bias: torch.Tensor | float,
+    lam: float,
 ) -> torch.Tensor:
     """``‖content·weights + bias − log(1 + counts)‖² + λ‖weights‖²``: content ``(n, F)``,
-    counts ``(n,)``, weights ``(F,)``."""
+    counts ``(n,)``, weights ``(F,)``, bias a scalar or ``(1,)``."""
     residual = content @ weights + bias - torch.log1p(counts)
     return residual.square().sum() + lam * weights.square().sum()
 
@@ -45,7 +49,7 @@ class ContentPopularity(NothingToTrain, Recommender):
 
     def __init__(
         self,
-        features: dict,
+        features: dict[str, torch.Tensor | WordIds],
         counts: torch.Tensor,
         cold_items: torch.Tensor,
         num_users: int,
