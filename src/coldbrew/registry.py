@@ -56,6 +56,8 @@ class ModelSpec:
     # False: the model never reads the data's sentence-encoded text block (the LM: its own
     # backbone reads the item texts), so its data is loaded without it and no encoder runs
     reads_text_vectors: bool = True
+    # False: every user gets the same ranking (popularity); tables say so beside its name
+    personalised: bool = True
 
     def build(self, dataset: Any, config: Any, teacher: Any = None) -> Any:
         builder = _load(self.builder)
@@ -214,6 +216,7 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "content popularity: one ranking for all, cold items by the popularity content predicts",
         trains=False,
+        personalised=False,
     ),
     "bpr": ModelSpec(
         "bpr",

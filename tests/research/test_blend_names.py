@@ -72,6 +72,10 @@ def test_a_leaderboard_blends_a_blend_with_one_more_run(tmp_path):
     assert config["blend"]["runs"] == [str(inner / "seed-3"), str(out / "popularity" / "seed-3")]
     rows = {row["model"]: row for row in json.loads((out / "leaderboard.json").read_text())["rows"]}
     assert set(rows) == {"clcrec", "bpr", "popularity", inner.name, nested.name}
+    # popularity gives every user one list, and its row's name says so; the others personalise
+    assert [name for name, row in rows.items() if row["one_list"]] == ["popularity"]
+    table = (out / "leaderboard.md").read_text()
+    assert "| popularity (one list for all users) |" in table and "| clcrec |" in table
 
     def own(path):
         timing = json.loads((path / "seed-3" / "results.json").read_text())["timing"]

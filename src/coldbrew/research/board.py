@@ -11,10 +11,12 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from coldbrew.registry import MODELS
 from coldbrew.research.compare import NO_COLD_SIGNAL
 from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 METRICS = ("recall@20", "ndcg@20")
+ONE_LIST = " (one list for all users)"  # beside a model that does not personalise
 
 
 def seed_seconds(name: str, trained: dict) -> list:
@@ -59,8 +61,9 @@ def convention_metrics(seed_run: Path, convention: str) -> dict:
 
 
 def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) -> dict:
-    """``{"model", "seeds", "wall_seconds", "metrics": {convention: {split: {group: {metric:
-    mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds."""
+    """``{"model", "one_list", "seeds", "wall_seconds", "metrics": {convention: {split: {group:
+    {metric: mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds
+    (``one_list``: the model gives every user the same ranking)."""
     results = trained[model]
     seeds = results["seeds"]
     per_seed = {
@@ -84,6 +87,7 @@ def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) 
     wall = mean_std(seed_seconds(model, trained))
     return {
         "model": model,
+        "one_list": model in MODELS and not MODELS[model].personalised,
         "seeds": seeds,
         "wall_seconds": wall,
         "metrics": metrics,
@@ -102,7 +106,8 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     validation items no choice read) and ``test``; ``val`` (the items that chose: best epoch,
     blend weights) only where the runs have no report half, marked so. leaderboard.json keeps
     every split. "no cold signal" fills the cold columns of a model whose cold
-    scores were all equal: its numbers there only say how ties fell."""
+    scores were all equal: its numbers there only say how ties fell. A model that gives every
+    user the same list is named with ``ONE_LIST``: its score is mostly which items a half holds."""
     keys = []
     for row in rows:
         for convention, splits in row["metrics"].items():
@@ -123,7 +128,8 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
             for c, s, g, m in keys
         ]
         seconds = row["wall_seconds"]
-        cells.append([row["model"], *text, format_mean_std(seconds, digits=0)])
+        name = row["model"] + (ONE_LIST if row.get("one_list") else "")
+        cells.append([name, *text, format_mean_std(seconds, digits=0)])
     return header, cells
 
 
