@@ -22,7 +22,7 @@ PREFIX = "blend-"
 
 def member_name(member: Member) -> str:
     """The folder of a member's runs: a model's name, or its inner blend's folder."""
-    return member if isinstance(member, str) else PREFIX + "+".join(member)
+    return member if isinstance(member, str) else blend_name(member)
 
 
 def blend_name(blend: Sequence[Member]) -> str:
