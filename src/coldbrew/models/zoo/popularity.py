@@ -29,6 +29,7 @@ from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.models.base import NothingToTrain, Recommender
 from coldbrew.models.content import content_matrix, new_item_features, normalized_raw_blocks
 from coldbrew.models.zoo.ridge import fit_map
+from coldbrew.models.zoo.ridge import objective as ridge_objective
 
 
 def objective(
@@ -39,9 +40,10 @@ def objective(
     lam: float,
 ) -> torch.Tensor:
     """``‖content·weights + bias − log(1 + counts)‖² + λ‖weights‖²``: content ``(n, F)``,
-    counts ``(n,)``, weights ``(F,)``, bias a scalar or ``(1,)``."""
-    residual = content @ weights + bias - torch.log1p(counts)
-    return residual.square().sum() + lam * weights.square().sum()
+    counts ``(n,)``, weights ``(F,)``, bias a scalar or ``(1,)``; ridge's objective with the
+    log counts as its one target column."""
+    targets = torch.log1p(counts)[:, None]
+    return ridge_objective(content, targets, weights[:, None], torch.as_tensor(bias), lam)
 
 
 class ContentPopularity(NothingToTrain, Recommender):
