@@ -56,6 +56,59 @@ def test_the_chosen_weights_are_the_grid_point_with_the_best_val_cold_recall(two
         assert scores[point] == pytest.approx(alone["recall@20"], abs=1e-9)
 
 
+def test_the_joint_objective_chooses_the_best_geometric_mean_of_both_conventions(two_runs):
+    # the plain reference: every grid point scored under each convention on its own; joint
+    # takes the first point whose sqrt(all × split) is largest
+    dataset = load_run_dataset(make_config(BLENDED))
+    components = [run_vectors(run, dataset) for run in two_runs]
+    lines = []
+    weights, score = choose_weights(dataset, components, "all", objective="joint", log=lines.append)
+    joint = {}
+    for point in weight_grid(2):
+        vectors = blended(components, list(point))
+        each = [
+            evaluate_embeddings(
+                dataset, vectors.users, vectors.items, "val", ks=(20,), cold_candidates=convention
+            )["cold"]["recall@20"]
+            for convention in ("all", "split")
+        ]
+        joint[point] = (each[0] * each[1]) ** 0.5
+    best = max(joint.values())
+    assert score == pytest.approx(best, abs=1e-12)
+    assert tuple(weights) == next(point for point, value in joint.items() if value == best)
+    assert "joint val cold recall@20" in lines[-1] and "split" in lines[-1]
+    # the own convention alone is a different criterion: its choice is the monitored one
+    monitored, _ = choose_weights(dataset, components, "all", log=quiet)
+    assert (
+        monitored == choose_weights(dataset, components, "all", objective="monitored", log=quiet)[0]
+    )
+
+
+def test_the_objective_is_recorded_checked_and_read_back(two_runs, tmp_path):
+    from coldbrew.research.leaderboard import check_blend_objective
+
+    out = tmp_path / "joint"
+    runs = ",".join(map(str, two_runs))
+    argv = ["blend", "--runs", runs, "--objective", "joint", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["blend"]["chosen_by"] == "joint"
+    check_blend_objective(results, "joint", out)
+    with pytest.raises(ColdbrewError, match="chosen by the joint objective, not monitored"):
+        check_blend_objective(results, "monitored", out)
+    # weights given: nothing is chosen, so nothing is recorded, and joint beside them is refused
+    fixed = tmp_path / "fixed"
+    blend(two_runs, fixed, weights=[0.5, 0.5], overrides={"quiet": True}, log=quiet)
+    given = json.loads((fixed / "results.json").read_text())
+    assert given["config"]["blend"]["chosen_by"] is None
+    check_blend_objective(given, "monitored", fixed)  # as blends from before the record
+    with pytest.raises(ColdbrewError, match="give it or the weights"):
+        blend(two_runs, tmp_path / "both", weights=[0.5, 0.5], objective="joint", log=quiet)
+    with pytest.raises(ColdbrewError, match="expected monitored or joint"):
+        blend(two_runs, tmp_path / "bad", objective="best", log=quiet)
+    assert not (tmp_path / "both").exists() and not (tmp_path / "bad").exists()
+
+
 def test_blend_is_a_run_that_evaluate_recommend_and_compare_take(two_runs, tmp_path, capsys):
     out = tmp_path / "blend"
     results = blend(two_runs, out, overrides={"quiet": True}, log=quiet)

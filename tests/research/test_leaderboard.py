@@ -171,6 +171,7 @@ def test_a_presets_leaderboard_section_names_the_models_blends_and_seeds(tmp_pat
 
     preset = tmp_path / "best.yaml"
     section = {"models": ["clcrec", "bpr"], "blend": ["clcrec+bpr"], "seeds": [3]}
+    section["blend_objective"] = "joint"
     preset.write_text(yaml.safe_dump({**TINY, "epochs": 1, "leaderboard": section}))
     out = tmp_path / "best"
     assert main(["leaderboard", "--config", str(preset), "--out", str(out), "--no-plot"]) == 0
@@ -181,6 +182,13 @@ def test_a_presets_leaderboard_section_names_the_models_blends_and_seeds(tmp_pat
     ]
     assert (out / "clcrec" / "seed-3" / "results.json").exists()
     assert json.loads((out / "leaderboard.json").read_text())["seeds"] == [3]
+    blended = json.loads((out / "blend-clcrec+bpr" / "seed-3" / "results.json").read_text())
+    assert blended["config"]["blend"]["chosen_by"] == "joint"
+    # the flag wins over the section, and a blend another objective chose is not read back
+    argv = ["leaderboard", "--config", str(preset), "--out", str(out), "--no-plot"]
+    capsys.readouterr()
+    assert main([*argv, "--blend-objective", "monitored"]) == 2
+    assert "chosen by the joint objective, not monitored" in capsys.readouterr().err
     # flags win over the section; train ignores the section (it is no run option)
     from coldbrew.config import load_yaml, make_config
 

@@ -47,9 +47,15 @@ def add_parser(commands) -> None:
         "(A+B)+C blends the finished blend of A and B with C",
     )
     board.add_argument(
+        "--blend-objective",
+        choices=("monitored", "joint"),
+        help="how each blend's weights are chosen on val: monitored, the runs' cold-candidate "
+        "convention (default), or joint: both conventions' geometric mean",
+    )
+    board.add_argument(
         "--config",
         help="YAML preset every model starts from (its leaderboard: section may name the models, "
-        "blend, seeds and jobs); flags override it",
+        "blend, blend_objective, seeds and jobs); flags override it",
     )
     board.add_argument(
         "--jobs",
@@ -79,6 +85,13 @@ def add_blend_parser(commands) -> None:
         choices=("all", "split"),
         help="the cold items a split's users rank (default: the first run's)",
     )
+    blend.add_argument(
+        "--objective",
+        choices=("monitored", "joint"),
+        default="monitored",
+        help="what the weights maximise on val: cold Recall@20 under --cold-candidates "
+        "(default), or joint: its geometric mean under both conventions",
+    )
     blend.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     blend.add_argument("--quiet", action="store_true", help="print the result only")
 
@@ -99,7 +112,8 @@ def run_blend(args: argparse.Namespace) -> int:
     if args.cold_candidates:
         overrides["cold_candidates"] = args.cold_candidates
     log = (lambda _: None) if args.quiet else print
-    results = blend(runs, args.out, weights=weights, overrides=overrides, log=log)
+    options = {"weights": weights, "objective": args.objective, "overrides": overrides}
+    results = blend(runs, args.out, **options, log=log)
     from coldbrew.research.summary import reported_split
 
     split, label = reported_split(results["metrics"])
@@ -128,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     models = parse_models(models)
     seeds = parse_seeds(args.seeds or named.get("seeds") or "1,2,3")
     blends = parse_blends(args.blend or named.get("blend"), models)
+    blend_objective = args.blend_objective or named.get("blend_objective") or "monitored"
     jobs = parse_jobs(args.jobs or named.get("jobs") or 1)
     base_layers = (preset, Flags(flags))
     quiet = bool(flags.get("quiet"))
@@ -137,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         seeds,
         args.out,
         blends=blends,
+        blend_objective=blend_objective,
         plot=args.plot,
         jobs=jobs,
         log=(lambda _: None) if quiet else print,

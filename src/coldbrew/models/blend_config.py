@@ -14,6 +14,13 @@ class BlendOptions:
 
     runs: list[str] = option([], "the runs blended (single-seed run directories), in order")
     weights: list[float] = option([], "each run's weight, in the order of --runs", minimum=0)
+    chosen_by: str | None = option(
+        None,
+        "the objective coldbrew blend chose the weights by on val: monitored (the "
+        "cold-candidate convention's cold Recall@20) or joint (both conventions' geometric "
+        "mean); unset: the weights were given",
+        choices=("monitored", "joint"),
+    )
 
     def negative_sampling(self) -> tuple[int, bool]:
         """A blend trains nothing; the task still asks how a sample would be drawn."""

@@ -2,11 +2,13 @@
 give the best val cold Recall@20, saved as a run of its own (model ``blend``).
 
 The weights are searched on a grid over the simplex (steps of 1/10 for up to three runs, 1/5
-beyond), scored by the one evaluator on val, cold group, under the blend's cold-candidate
-convention; ties keep the first in grid order. The blend run then goes through the one way in
-(``coldbrew.training.run.train``: a model with nothing to train is evaluated once), so
-``evaluate``, ``recommend`` and ``compare`` take it as any run. It inherits the first run's
-data and run settings; every run must rank the same users and items.
+beyond), scored by the one evaluator on val, cold group: with ``objective="monitored"`` (the
+default) under the blend's cold-candidate convention, with ``"joint"`` under both conventions at
+once, their geometric mean (as ``coldbrew search --objective joint`` values a trial); ties keep
+the first in grid order. The blend's options record the objective (``chosen_by``). The blend
+run then goes through the one way in (``coldbrew.training.run.train``: a model with nothing to
+train is evaluated once), so ``evaluate``, ``recommend`` and ``compare`` take it as any run. It
+inherits the first run's data and run settings; every run must rank the same users and items.
 """
 
 from __future__ import annotations
@@ -30,39 +32,76 @@ def weight_grid(count: int) -> list[tuple[float, ...]]:
     return grid
 
 
-def choose_weights(
-    dataset, components: Sequence, cold_candidates: str, *, log: Callable[[str], None]
-) -> tuple[list[float], float]:
-    """``(weights, val cold recall@20)`` of the best grid point."""
-    from coldbrew.evaluation import evaluate_embeddings
-    from coldbrew.models.blend import blended
+def check_objective(objective: str) -> str:
+    from coldbrew.research.search import OBJECTIVES
 
+    if objective not in OBJECTIVES:
+        raise ColdbrewError(
+            f"the blend's objective is {objective!r}; expected {' or '.join(OBJECTIVES)}"
+        )
+    return objective
+
+
+def val_cold(dataset, vectors, cold_candidates: str) -> dict[str, float]:
+    """The blended ``vectors``' val cold metrics at 20 under ``cold_candidates``."""
+    from coldbrew.evaluation import evaluate_embeddings
+
+    metrics = evaluate_embeddings(
+        dataset,
+        vectors.users,
+        vectors.items,
+        "val",
+        ks=(20,),
+        cold_candidates=cold_candidates,
+        cold_signal=True,
+    )
+    if "cold" not in metrics:
+        raise ColdbrewError(f"{dataset.name} has no cold val users: nothing to choose weights on")
+    return metrics["cold"]
+
+
+def choose_weights(
+    dataset,
+    components: Sequence,
+    cold_candidates: str,
+    *,
+    objective: str = "monitored",
+    log: Callable[[str], None],
+) -> tuple[list[float], float]:
+    """``(weights, value)`` of the best grid point: its val cold recall@20 under
+    ``cold_candidates`` (``objective="monitored"``), or the geometric mean of both conventions'
+    (``"joint"``)."""
+    from coldbrew.models.blend import blended
+    from coldbrew.research.leaderboard import CONVENTIONS
+    from coldbrew.research.search import joint_value
+
+    check_objective(objective)
+    conventions = [cold_candidates] if objective == "monitored" else list(CONVENTIONS)
     best, best_score = None, -1.0
     for weights in weight_grid(len(components)):
         vectors = blended(list(components), list(weights))
-        metrics = evaluate_embeddings(
-            dataset,
-            vectors.users,
-            vectors.items,
-            "val",
-            ks=(20,),
-            cold_candidates=cold_candidates,
-            cold_signal=True,
+        cold = {convention: val_cold(dataset, vectors, convention) for convention in conventions}
+        values = {convention: {"val": cold[convention][SELECTION_METRIC]} for convention in cold}
+        score = (
+            joint_value(values, "val") if objective == "joint" else values[cold_candidates]["val"]
         )
-        if "cold" not in metrics:
-            raise ColdbrewError(
-                f"{dataset.name} has no cold val users: nothing to choose weights on"
-            )
-        score = metrics["cold"][SELECTION_METRIC]
         if score > best_score:
-            best, best_score, signal = list(weights), score, metrics["cold"]["cold_signal"]
+            best, best_score, chosen = list(weights), score, values
+            signal = cold[conventions[0]]["cold_signal"]
     note = "" if signal else " (no cold signal: every cold item scores the same)"
-    log(f"weights {best}: val cold {SELECTION_METRIC} {best_score:.4f}{note}")
+    if objective == "joint":
+        each = ", ".join(f"{name} {value['val']:.4f}" for name, value in chosen.items())
+        log(f"weights {best}: joint val cold {SELECTION_METRIC} {best_score:.4f} ({each}){note}")
+    else:
+        log(f"weights {best}: val cold {SELECTION_METRIC} {best_score:.4f}{note}")
     return best, best_score
 
 
-def blend_config(runs: Sequence[Path], weights: Sequence[float], overrides: dict):
-    """The blend's settings: the first run's run settings, model ``blend`` and its options."""
+def blend_config(
+    runs: Sequence[Path], weights: Sequence[float], overrides: dict, objective: str | None = None
+):
+    """The blend's settings: the first run's run settings, model ``blend`` and its options
+    (``objective``: how the weights were chosen; None where they were given)."""
     from coldbrew.config import TrainConfig, load_saved_config, make_config
     from coldbrew.training.run import CONFIG
 
@@ -70,6 +109,7 @@ def blend_config(runs: Sequence[Path], weights: Sequence[float], overrides: dict
     run_options = {key: value for key, value in saved.items() if key in TrainConfig.__annotations__}
     run_options.pop("model_options", None)
     options = {"runs": [str(Path(run).resolve()) for run in runs], "weights": list(weights)}
+    options["chosen_by"] = objective
     return make_config(run_options, {"model": "blend", "blend": options}, overrides)
 
 
@@ -97,19 +137,25 @@ def blend(
     out: Path | str,
     *,
     weights: Sequence[float] | None = None,
+    objective: str = "monitored",
     overrides: dict | None = None,
     log: Callable[[str], None] = print,
     resume: bool = False,
 ) -> dict:
-    """Choose the weights (unless given), train the blend run in ``out``; its results.
+    """Choose the weights (unless given) by ``objective``, train the blend run in ``out``; its
+    results.
 
-    ``out`` must be new, checked before the weight search; with ``resume``, an unfinished blend
+    ``objective`` is refused beside ``weights`` (nothing is chosen). ``out`` must be new,
+    checked before the weight search; with ``resume``, an unfinished blend
     in ``out`` (interrupted before its results were written) is finished instead."""
     from coldbrew.training.blend import check_runs, run_vectors
     from coldbrew.training.run import CONFIG, load_run_dataset, train
     from coldbrew.training.run_dir import check_new_run_dir
 
     runs, out = [Path(run) for run in runs], Path(out)
+    check_objective(objective)
+    if weights and objective != "monitored":
+        raise ColdbrewError(f"objective {objective!r} chooses weights: give it or the weights")
     check_run_folders(runs)
     check_runs([str(run) for run in runs], list(weights) if weights else [1.0] * len(runs))
     resume = resume and (out / CONFIG).exists()
@@ -122,6 +168,8 @@ def blend(
     dataset = load_run_dataset(config)
     if weights is None:
         components = [run_vectors(run, dataset, config.seed) for run in runs]
-        chosen, _ = choose_weights(dataset, components, config.cold_candidates, log=log)
-        config = blend_config(runs, chosen, overrides or {})
+        chosen, _ = choose_weights(
+            dataset, components, config.cold_candidates, objective=objective, log=log
+        )
+        config = blend_config(runs, chosen, overrides or {}, objective)
     return train(config, out, dataset=dataset, resume=resume)

@@ -70,18 +70,20 @@ def parse_models(text: str) -> list[str]:
 
 
 def board_preset(preset: dict) -> dict[str, str]:
-    """A preset's ``leaderboard:`` section (models, blend, seeds, jobs), each value as the
-    command line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``, ``"1,2,3"``,
-    ``"2"``); lists are joined. Keys it lacks are left out; any other key is refused."""
+    """A preset's ``leaderboard:`` section (models, blend, blend_objective, seeds, jobs), each
+    value as the command line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``,
+    ``"joint"``, ``"1,2,3"``, ``"2"``); lists are joined. Keys it lacks are left out; any other
+    key is refused."""
     from coldbrew.config import BOARD_SECTION
 
     section = preset.get(BOARD_SECTION) or {}
+    keys = ("models", "blend", "blend_objective", "seeds", "jobs")
     if not isinstance(section, dict):
-        raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of models, blend, seeds, jobs")
-    unknown = sorted(set(section) - {"models", "blend", "seeds", "jobs"})
+        raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of {', '.join(keys)}")
+    unknown = sorted(set(section) - set(keys))
     if unknown:
         raise ColdbrewError(
-            f"{BOARD_SECTION}: unknown key {unknown[0]!r}; it takes models, blend, seeds and jobs"
+            f"{BOARD_SECTION}: unknown key {unknown[0]!r}; it takes {', '.join(keys)}"
         )
     return {
         key: ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -211,13 +213,20 @@ def train_models(
 
 
 def blend_models(
-    blends: Sequence[Sequence[Member]], seeds: Sequence[int], out: Path, *, log
+    blends: Sequence[Sequence[Member]],
+    seeds: Sequence[int],
+    out: Path,
+    *,
+    objective: str = "monitored",
+    log,
 ) -> dict[str, dict]:
     """``{"blend-a+b": {"seeds", "per_seed", "parts"}}``: per seed, the members' seed runs (a
     model's, or an inner blend's, made earlier in ``blends``) blended with weights chosen on val
-    (``coldbrew.research.blend``); a finished blend is read back."""
-    from coldbrew.research.blend import blend
+    by ``objective`` (``coldbrew.research.blend``); a finished blend is read back, and refused if
+    another objective chose its weights."""
+    from coldbrew.research.blend import blend, check_objective
 
+    check_objective(objective)
     results = {}
     for members in blends:
         name = blend_name(members)
@@ -226,14 +235,28 @@ def blend_models(
             seed_out = out / name / f"seed-{seed}"
             if (seed_out / "results.json").exists():
                 per_seed[seed] = json.loads((seed_out / "results.json").read_text())
+                check_blend_objective(per_seed[seed], objective, seed_out)
                 continue
             runs = [out / member_name(member) / f"seed-{seed}" for member in members]
             log(f"{name}: seed {seed}")
             options = {"overrides": {"quiet": True}, "log": log, "resume": True}
+            options["objective"] = objective
             per_seed[seed] = blend(runs, seed_out, **options)  # an interrupted one is finished
         parts = [member_name(member) for member in members]
         results[name] = {"seeds": list(seeds), "per_seed": per_seed, "parts": parts}
     return results
+
+
+def check_blend_objective(results: dict, objective: str, run_dir: Path) -> None:
+    """A finished blend read back must have had its weights chosen by ``objective`` (a blend
+    from before objectives were recorded was chosen by the monitored convention)."""
+    options = (results.get("config") or {}).get("blend") or {}
+    recorded = options.get("chosen_by") or "monitored"
+    if recorded != objective:
+        raise ColdbrewError(
+            f"{run_dir}: its weights were chosen by the {recorded} objective, not {objective}; "
+            f"give another --out, or --blend-objective {recorded}"
+        )
 
 
 def leaderboard(
@@ -244,13 +267,14 @@ def leaderboard(
     *,
     conventions: Sequence[str] = CONVENTIONS,
     blends: Sequence[Sequence[Member]] = (),
+    blend_objective: str = "monitored",
     plot: bool = True,
     jobs: int | str = 1,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and score every model × seed (and each blend of them: its weights chosen on val
-    under the run options' cold-candidate convention), ``jobs`` models at once (or ``auto``);
-    write and return the board."""
+    under the run options' cold-candidate convention, or both at once with ``blend_objective``
+    ``"joint"``), ``jobs`` models at once (or ``auto``); write and return the board."""
     from coldbrew.training.checkpoint import RunLock
     from coldbrew.training.run import write_json, write_text
     from coldbrew.training.run_dir import check_out_dir
@@ -262,7 +286,7 @@ def leaderboard(
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
         trained = train_models(base_layers, models, seeds, out, jobs=jobs, log=log)
-        trained |= blend_models(blends, seeds, out, log=log)
+        trained |= blend_models(blends, seeds, out, objective=blend_objective, log=log)
         rows = [model_row(model, trained, out, conventions) for model in trained]
         header, cells = table_cells(rows)
         board = {"seeds": list(seeds), "conventions": list(conventions), "rows": rows}
