@@ -1,5 +1,5 @@
 """Short fixed-seed runs of CLCRec, the LM recommender (cache mode), the LSTM and the
-cold-start zoo give the numbers they gave when pinned, to 1e-6.
+cold-start zoo give the numbers they gave when pinned, to 1e-4 of themselves (``RELATIVE``).
 
 CLCRec's, the LM's and the LSTM's were made on commit e94bc92, before the engine was reshaped
 (issue "one way in"); the zoo's (over the tests' SVD backbone, ``teacher_support``) on commit
@@ -35,6 +35,12 @@ SETTINGS = {
     "aldi": {"data": "synthetic:small", "backbone_dim": 8, "hidden": 16},
     "knn": {"data": "synthetic:small", "backbone_dim": 8, "neighbors": 5},
 }
+# Another CPU rounds float32 products otherwise: on a 2-core Intel Xeon with AVX-512 and AMX
+# (2026-11-27) DropoutNet's two epochs ended up to 1.3e-5 of themselves from its pin, made on
+# another machine, while every other model matched it exactly. A change to what a run computes
+# moves far more: a learning rate 1% higher moved DropoutNet's, CLCRec's and GAR's numbers by a
+# median 5e-3 of themselves, 89-94% of them beyond 1e-4 (measured on the same machine).
+RELATIVE = 1e-4
 # made by this file run as a script (below)
 EXPECTED = json.loads((Path(__file__).with_name("behaviour_pin.json")).read_text())
 
@@ -90,7 +96,7 @@ def test_short_run_keeps_its_numbers(model, tmp_path, monkeypatch, one_thread):
     expected = dict(flatten(EXPECTED[model]))
     assert measured.keys() == expected.keys()
     for key, value in expected.items():
-        assert measured[key] == pytest.approx(value, rel=1e-6, abs=1e-9), (model, key)
+        assert measured[key] == pytest.approx(value, rel=RELATIVE, abs=1e-9), (model, key)
 
 
 if __name__ == "__main__":  # re-pin the models named (default: all): prints EXPECTED as JSON
