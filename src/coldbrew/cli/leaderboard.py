@@ -23,6 +23,7 @@ BLEND_EXAMPLES = """Examples:
   coldbrew blend --runs runs/board/clcrec/seed-1,runs/board/gar/seed-1 --cold-candidates split \
       --out runs/blend-split
   coldbrew blend --runs runs/a,runs/b --weights 0.7,0.3 --out runs/blend-fixed
+  coldbrew blend --runs runs/a,runs/b --objective joint --out runs/blend-joint  # both conventions
 Then: coldbrew evaluate --run runs/blend; coldbrew recommend --run runs/blend --user 1; coldbrew compare runs/blend runs/clcrec."""
 
 

@@ -145,9 +145,9 @@ def blend(
     """Choose the weights (unless given) by ``objective``, train the blend run in ``out``; its
     results.
 
-    ``objective`` is refused beside ``weights`` (nothing is chosen). ``out`` must be new,
-    checked before the weight search; with ``resume``, an unfinished blend
-    in ``out`` (interrupted before its results were written) is finished instead."""
+    ``objective="joint"`` is refused beside ``weights`` (nothing is chosen). ``out`` must be
+    new, checked before the weight search; with ``resume``, an unfinished blend in ``out``
+    (interrupted before its results were written) is finished instead."""
     from coldbrew.training.blend import check_runs, run_vectors
     from coldbrew.training.run import CONFIG, load_run_dataset, train
     from coldbrew.training.run_dir import check_new_run_dir
