@@ -79,13 +79,14 @@ def test_the_joint_objective_chooses_the_best_geometric_mean_of_both_conventions
     assert "joint val cold recall@20" in lines[-1] and "split" in lines[-1]
 
 
-def test_the_objective_is_recorded_checked_and_read_back(two_runs, tmp_path):
+def test_the_objective_is_recorded_checked_and_read_back(two_runs, tmp_path, capsys):
     from coldbrew.research.leaderboard import check_blend_objective
 
     out = tmp_path / "joint"
     runs = ",".join(map(str, two_runs))
     argv = ["blend", "--runs", runs, "--objective", "joint", "--out", str(out), "--quiet"]
     assert main(argv) == 0
+    assert "(weights chosen on val, joint objective)" in capsys.readouterr().out
     results = json.loads((out / "results.json").read_text())
     assert results["config"]["blend"]["chosen_by"] == "joint"
     check_blend_objective(results, "joint", out)
@@ -120,6 +121,7 @@ def test_fixed_weights_from_the_command_line(two_runs, tmp_path, capsys):
     out = tmp_path / "fixed"
     runs = ",".join(map(str, two_runs))
     assert main(["blend", "--runs", runs, "--weights", "1,0", "--out", str(out), "--quiet"]) == 0
+    assert "(weights given)" in capsys.readouterr().out
     blended = json.loads((out / "results.json").read_text())["metrics"]["val"]["cold"]
     alone = json.loads((two_runs[0] / "results.json").read_text())["metrics"]["val"]["cold"]
     assert blended["recall@20"] == pytest.approx(alone["recall@20"], abs=1e-9)

@@ -120,7 +120,8 @@ def run_blend(args: argparse.Namespace) -> int:
     split, label = reported_split(results["metrics"])
     cold = results["metrics"].get(split, {}).get("cold", {})
     value = cold.get("recall@20", float("nan"))
-    print(f"blend in {args.out}: {label} cold recall@20 {value:.4f} (weights chosen on val)")
+    how = "weights given" if weights else f"weights chosen on val, {args.objective} objective"
+    print(f"blend in {args.out}: {label} cold recall@20 {value:.4f} ({how})")
     return 0
 
 
