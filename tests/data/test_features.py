@@ -167,7 +167,7 @@ def test_second_call_reads_the_cache_without_loading_the_model(tmp_path, monkeyp
     texts = ["Heat (1995). Genres: Crime.", "Toy Story (1995). Genres: Animation."]
     first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
     cached = list(tmp_path.iterdir())
-    assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary left behind
+    assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary or lock left
     monkeypatch.setattr(text_backbone, "load_backbone", _fail_loading)
     assert torch.equal(text_encoder.encode_texts(texts, cache=tmp_path, progress=False), first)
 
@@ -240,3 +240,71 @@ def test_a_cached_array_of_another_shape_or_type_reads_as_missing(tmp_path):
     np.save(path, np.ones((2, 3)))  # float64
     assert text_encoder.read_cached(path, (2, 3)) is None
     assert text_encoder.read_cached(tmp_path / "absent.npy", (2, 3)) is None
+
+
+def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor | None):
+    """``encode_texts`` in a thread while this test holds the cache entry's lock, as another
+    process encoding the same texts would; once the thread says it waits, the holder writes
+    ``written`` (None: it died without writing) and lets go. -> (result, encodes)."""
+    import threading
+    import time
+
+    from filelock import FileLock
+
+    encodes = []
+
+    def encode_missing(texts, **how):
+        encodes.append(texts)
+        return torch.ones(len(texts), 3)
+
+    monkeypatch.setattr(text_encoder, "encoder_key", lambda *args: "a test's encoder")
+    monkeypatch.setattr(text_encoder, "_encode_missing", encode_missing)
+    texts = ["Heat (1995).", "Casino (1995)."]
+    path = text_encoder._cache_file(texts, tmp_path, "a test's encoder")
+    holder = FileLock(f"{path}.lock")
+    holder.acquire()
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.update(vectors=text_encoder.encode_texts(texts, cache=tmp_path))
+    )
+    thread.start()
+    said, deadline = "", time.monotonic() + 60
+    while "waiting for another process" not in said and time.monotonic() < deadline:
+        time.sleep(0.01)
+        said += capsys.readouterr().err
+    assert "waiting for another process that is computing the same text vectors" in said
+    assert thread.is_alive() and not encodes  # it waits, and has encoded nothing
+    if written is not None:
+        text_encoder.write_cached(path, written)
+    holder.release()
+    thread.join(60)
+    return result["vectors"], encodes
+
+
+def test_a_second_encoder_of_the_same_texts_waits_and_reads_the_first_ones_vectors(
+    tmp_path, monkeypatch, capsys
+):
+    written = torch.full((2, 3), 7.0)
+    vectors, encodes = _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written)
+    assert torch.equal(vectors, written) and encodes == []
+
+
+def test_a_waiting_encoder_encodes_itself_when_the_holder_wrote_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    vectors, encodes = _encode_beside_a_holder(tmp_path, monkeypatch, capsys, None)
+    assert torch.equal(vectors, torch.ones(2, 3)) and len(encodes) == 1
+    path = text_encoder._cache_file(
+        ["Heat (1995).", "Casino (1995)."], tmp_path, "a test's encoder"
+    )
+    assert torch.equal(text_encoder.read_cached(path, (2, 3)), vectors)  # and caches them
+
+
+def test_a_cache_that_cannot_be_locked_is_encoded_without_a_lock(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(text_encoder, "encoder_key", lambda *args: "a test's encoder")
+    monkeypatch.setattr(text_encoder, "_encode_missing", lambda texts, **how: torch.ones(1, 3))
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    vectors = text_encoder.encode_texts(["Heat (1995)."], cache=blocked / "text")
+    assert torch.equal(vectors, torch.ones(1, 3))
+    assert "could not lock text vectors" in caplog.text

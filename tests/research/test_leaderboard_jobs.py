@@ -9,7 +9,12 @@ import pytest
 from tiny_run import TINY
 
 from coldbrew.cli import main
-from coldbrew.research.leaderboard import board_preset, leaderboard, train_models
+from coldbrew.research.leaderboard import (
+    board_preset,
+    leaderboard,
+    load_text_vectors_first,
+    train_models,
+)
 
 MODELS = ["knn", "ridge", "bpr"]
 SEEDS = [1, 2]
@@ -34,6 +39,7 @@ def test_two_processes_train_the_board_one_process_trains(boards):
     root, one, trained, lines = boards
     assert list(trained) == MODELS  # in the order asked, whatever order they finished in
     assert any("in 2 processes at once" in line for line in lines)
+    assert sum("once before the processes start" in line for line in lines) == 1
     assert any(line.startswith("[knn] seed 2: training in") for line in lines)
     for model in MODELS:
         # what train_models returns is what the run wrote
@@ -61,6 +67,7 @@ def test_a_second_call_with_jobs_trains_nothing(boards):
     leaderboard((BASE,), MODELS, SEEDS, root / "two", plot=False, jobs=2, log=lines.append)
     assert (root / "two" / "bpr" / "seed-1" / "best.pt").stat().st_mtime_ns == finished
     assert not any("processes at once" in line for line in lines)  # no process was started
+    assert not any("before the processes start" in line for line in lines)  # nor data loaded
     assert sum("finished before" in line for line in lines) == len(MODELS) * len(SEEDS)
 
 
@@ -100,3 +107,15 @@ def test_a_presets_leaderboard_section_may_give_the_jobs():
         "jobs": "auto",
         "seeds": "1",
     }
+
+
+def test_the_first_model_that_reads_text_vectors_loads_its_data_before_the_processes():
+    loaded, lines = [], []
+    load_text_vectors_first((BASE,), ["lm", "knn", "ridge"], 3, loaded.append, lines.append)
+    # the LM reads the texts itself (no text vectors): knn's data, for the first seed, once
+    assert [(config.model, config.seed, config.data) for config in loaded] == [
+        ("knn", 3, BASE["data"])
+    ]
+    assert lines == [f"loading {BASE['data']} once before the processes start (its text vectors)"]
+    load_text_vectors_first((BASE,), ["lm"], 1, loaded.append, lines.append)
+    assert len(loaded) == 1  # nothing reads text vectors: nothing is loaded

@@ -22,7 +22,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -64,9 +65,10 @@ def encode_texts(
     """Embed ``texts`` into a float32 ``(len(texts), width)`` tensor.
 
     ``cache="default"`` stores results under ``cache_dir()/"text"``; a path stores them there;
-    ``None`` turns caching off. ``device`` defaults to CUDA when available, else CPU. ``loaded``
-    supplies an already loaded backbone (called only on a cache miss); by default the backbone
-    is loaded here and released after. ``runtime`` (``auto``, ``torch``, ``onnx``; default
+    ``None`` turns caching off; a process that finds another encoding the same texts into the
+    cache waits for its vectors (``cache_lock``) rather than encoding them too. ``device``
+    defaults to CUDA when available, else CPU. ``loaded`` supplies an already loaded backbone
+    (called only on a cache miss); by default the backbone is loaded here and released after. ``runtime`` (``auto``, ``torch``, ``onnx``; default
     ``$COLDBREW_TEXT_RUNTIME``, else ``auto``) runs a backbone loaded here on CPU with ONNX
     Runtime (``auto``: when installed and faster, see ``onnx_encoder``); a supplied one (perhaps
     tuned) always runs with torch.
@@ -77,10 +79,38 @@ def encode_texts(
     pooling = resolve_pooling(pooling, backbone)
     encoder_id = encoder_key(backbone, pooling, normalize, max_length)
     cache_file = _cache_file(texts, cache, encoder_id)
-    if cache_file is not None:
+    how = {"backbone": backbone, "pooling": pooling, "max_length": max_length}
+    how |= {"normalize": normalize, "batch_size": batch_size, "progress": progress}
+    how |= {"device": device, "loaded": loaded, "runtime": runtime}
+    if cache_file is None:
+        return _encode_missing(texts, **how)
+    cached = read_cached(cache_file, (len(texts), None))
+    if cached is not None:
+        return cached
+    with cache_lock(cache_file, "text vectors"):  # another process encoding them: wait, read
         cached = read_cached(cache_file, (len(texts), None))
         if cached is not None:
             return cached
+        embeddings = _encode_missing(texts, **how)
+        write_cached(cache_file, embeddings)
+    return embeddings
+
+
+def _encode_missing(
+    texts: list[str],
+    *,
+    backbone: str,
+    pooling: str,
+    max_length: int,
+    normalize: bool,
+    batch_size: int,
+    progress: bool,
+    device: torch.device | str | None,
+    loaded: Callable[[], LoadedBackbone] | None,
+    runtime: str | None,
+) -> torch.Tensor:
+    """``encode_texts``'s work on a cache miss: load the backbone (or call ``loaded``), pick
+    the runtime, encode."""
     from coldbrew.data.onnx_encoder import resolve_runtime, takes_onnx
 
     runtime = resolve_runtime(runtime)
@@ -96,7 +126,7 @@ def encode_texts(
         from coldbrew.data.paths import cache_dir
 
         forward = onnx_forward(backbone_loaded, cache_dir())
-    embeddings = _encode(
+    return _encode(
         texts,
         backbone_loaded,
         pooling=pooling,
@@ -106,9 +136,6 @@ def encode_texts(
         progress=progress,
         forward=forward,
     )
-    if cache_file is not None:
-        write_cached(cache_file, embeddings)
-    return embeddings
 
 
 def _on_cpu(loaded: LoadedBackbone) -> bool:
@@ -274,6 +301,40 @@ def read_cached(path: Path, shape: tuple[int | None, ...]) -> torch.Tensor | Non
     if any(want is not None and have != want for have, want in pairs):
         return None
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+@contextmanager
+def cache_lock(path: Path, what: str) -> Iterator[None]:
+    """Held while this process computes the cache entry ``path``, so that a second process
+    after the same entry (another job of a leaderboard, a search beside it) waits and then
+    reads it, instead of computing it again beside the first. The lock is an ``flock`` on
+    ``path`` + ``.lock`` (``filelock``), released by the system if its holder dies; the file
+    is removed on the way out (one left by a killed holder is reused). A cache where no lock
+    file can be made (read-only) is computed without one, as ``write_cached`` goes on without
+    writing."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(f"{path}.lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            print(
+                f"waiting for another process that is computing the same {what} "
+                f"({path.parent / path.stem}); its result is read once it is written",
+                file=sys.stderr,
+                flush=True,
+            )
+            lock.acquire()
+    except OSError as error:
+        LOGGER.warning("could not lock %s in %s: %s", what, path.parent, error)
+    try:
+        yield
+    finally:
+        if lock.is_locked:  # removed while held, as RunLock's: a waiter takes the lock anew
+            Path(lock.lock_file).unlink(missing_ok=True)
+            lock.release()
 
 
 def write_cached(path: Path, array: torch.Tensor, what: str = "text embeddings") -> None:

@@ -202,14 +202,33 @@ def train_models(
 
     units = {model: (tuple(base_layers), model, list(seeds), out) for model in models}
     results = {}
+    cache = DataCache()
     if jobs != 1:  # what is finished is only read back, below
         todo = {model: units[model] for model in models if not all_finished(out / model, seeds)}
+        if len(todo) > 1:
+            load_text_vectors_first(base_layers, list(todo), seeds[0], cache, log)
         results = train_side_by_side(train_model, todo, jobs, log=log)
-    cache = DataCache()
     for model in models:
         if model not in results:
             results[model] = train_model(units[model], cache, log)
     return {model: results[model] for model in models}
+
+
+def load_text_vectors_first(
+    base_layers: Sequence[dict], models: Sequence[str], seed: int, cache: Any, log
+) -> None:
+    """Load the data of the first of ``models`` that reads the text block here, before their
+    processes start: text vectors missing from the cache are encoded once, with this process's
+    every thread, and the processes read them from the cache. (Left to the processes, one would
+    encode with its share of the threads while the others wait: ``cache_lock``.)"""
+    from coldbrew.registry import model_spec
+
+    for model in models:
+        if model_spec(model).reads_text_vectors:
+            config = make_config(*base_layers, {"model": model, "seed": seed})
+            log(f"loading {config.data} once before the processes start (its text vectors)")
+            cache(config)
+            return
 
 
 def blend_models(

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from coldbrew.data.text_encoder import read_cached, write_cached
+from coldbrew.data.text_encoder import cache_lock, read_cached, write_cached
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.split import upper_parameters
@@ -134,14 +134,18 @@ class TunedText(nn.Module):
         self, token_ids: torch.Tensor, lengths: torch.Tensor, progress: bool
     ) -> torch.Tensor:
         """The lower layers' states: read from the disk cache when they are there, else computed
-        (and written there when caching)."""
+        (and written there when caching; a second process building the same waits for them)."""
         if self.cache_file is None:
             return self._lower_states(token_ids, lengths, progress)
         shape = (len(lengths), token_ids.shape[1], self.backbone.width)
         states = read_cached(self.cache_file, shape)
-        if states is None:
-            states = self._lower_states(token_ids, lengths, progress)
-            write_cached(self.cache_file, states, what="tune mode's held states")
+        if states is not None:
+            return states
+        with cache_lock(self.cache_file, "tune mode's held states"):  # one process builds them
+            states = read_cached(self.cache_file, shape)
+            if states is None:
+                states = self._lower_states(token_ids, lengths, progress)
+                write_cached(self.cache_file, states, what="tune mode's held states")
         return states
 
     def first_vectors(self) -> torch.Tensor:
