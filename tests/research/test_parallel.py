@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +42,79 @@ def dies(unit, cache, log):
 def sleeps(unit, cache, log):
     log("sleeping")
     time.sleep(120)
+
+
+def records_its_pid_and_sleeps(unit, cache, log):
+    Path(unit).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+PARENT = """
+import sys
+from coldbrew.research.parallel import run_in_processes
+from test_parallel import records_its_pid_and_sleeps
+units = [(name, name) for name in sys.argv[1:]]
+run_in_processes(records_its_pid_and_sleeps, units, 2, threads=1, log=lambda line: None)
+"""
+
+
+def gone(pid: int) -> bool:
+    """No process ``pid``, or only its zombie (a reparented child may wait for its reaping)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def workers_of_a_parent(tmp_path) -> tuple[subprocess.Popen, list[int]]:
+    """A parent process running ``records_its_pid_and_sleeps`` in two workers; their pids."""
+    paths = [tmp_path / "a", tmp_path / "b"]
+    here = str(Path(__file__).parent)
+    path = os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, *map(str, paths)], env=env)
+    deadline = time.monotonic() + 120
+    while not all(path.exists() and path.read_text() for path in paths):
+        assert time.monotonic() < deadline and parent.poll() is None, "the workers never started"
+        time.sleep(0.1)
+    return parent, [int(path.read_text()) for path in paths]
+
+
+def wait_until_gone(pids: list[int], seconds: float) -> float:
+    start = time.monotonic()
+    while not all(gone(pid) for pid in pids):
+        assert time.monotonic() - start < seconds, "a worker outlived its parent"
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_workers_stop_on_their_own_when_their_parent_is_killed(tmp_path):
+    parent, pids = workers_of_a_parent(tmp_path)
+    try:
+        parent.kill()  # SIGKILL: the parent can pass nothing on
+        parent.wait()
+        assert wait_until_gone(pids, 30) < 30  # not the 120 s the units sleep
+    finally:
+        end_any(pids)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_sigterm_stops_the_workers_first_and_exits_with_143(tmp_path):
+    parent, pids = workers_of_a_parent(tmp_path)
+    try:
+        parent.terminate()
+        assert parent.wait(60) == 143
+        assert all(gone(pid) for pid in pids)  # stopped before the parent ended, not after
+    finally:
+        end_any(pids)
+
+
+def end_any(pids: list[int]) -> None:
+    """A failed test leaves no sleeping worker behind."""
+    for pid in pids:
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_units_run_in_processes_with_their_threads_cache_and_named_lines():

@@ -13,9 +13,10 @@ Errors: the first unit that raises stops the hand-out; the units already running
 they write is whole, as in one process) and the error is raised again here, the same class and
 message (``COLDBREW_DEBUG=1`` shows the worker's traceback as its cause). A process that dies
 (killed, out of memory) is an error naming its unit. Ctrl-C reaches every process (one
-terminal group); an interrupt of this process alone is passed on to them, and each is ended if
-it has not stopped within ``STOP_SECONDS``. Every unit leaves what an interrupted run in one
-process would: a finished unit's results, an unfinished one resumable.
+terminal group); an interrupt of this process alone, or a SIGTERM, is passed on to them, and
+each is ended if it has not stopped within ``STOP_SECONDS``; a process whose parent was killed
+stops on its own (``watch_parent``). Every unit leaves what an interrupted run in one process
+would: a finished unit's results, an unfinished one resumable.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ STOP_SECONDS = 20.0  # after an interrupt, how long a process may take to stop o
 WAIT_SECONDS = 1.0  # how often the hand-out loop looks for a process that died
 IDLE_SECONDS = 10.0  # how long an idle process that was told to end may take to end
 INTERRUPT_GRACE_SECONDS = 1.0  # after Ctrl-C, before the processes still running are interrupted
+PARENT_SECONDS = 1.0  # how often a process looks whether the process that started it is there
 
 
 def parse_jobs(text: str | int | None) -> int | str:
@@ -137,6 +139,7 @@ def worker(index: int, inbox, events, threads: int, work: Callable) -> None:
 
     # before torch starts its pools; nested apply_threads (a library user's) keeps the count
     os.environ[THREADS_VARIABLE] = os.environ["OMP_NUM_THREADS"] = str(threads)
+    watch_parent(os.getppid())
     try:
         import torch
 
@@ -159,6 +162,51 @@ def worker(index: int, inbox, events, threads: int, work: Callable) -> None:
         return
 
 
+def watch_parent(parent: int) -> None:
+    """A worker whose parent is gone (killed with SIGKILL, say) stops as at Ctrl-C: a thread
+    looks every ``PARENT_SECONDS`` and, once this process has another parent, interrupts it,
+    and ends it if it lingers ``STOP_SECONDS``. Its unit leaves what an interrupted run leaves,
+    and no orphan goes on computing what nobody reads."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_SECONDS)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(STOP_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="coldbrew-parent-watch", daemon=True).start()
+
+
+class TerminatedHere:
+    """While held (in the main thread, where SIGTERM has its default action), SIGTERM raises
+    ``SystemExit(143)`` here instead of ending this process at once, so the processes it
+    started are stopped first (``run_in_processes``) and the exit status is still 128 + 15."""
+
+    def __enter__(self) -> TerminatedHere:
+        import signal
+        import threading
+
+        self.previous = None
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self.previous = signal.signal(signal.SIGTERM, _terminated)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_in_processes(
     work: Callable[[Any, Any, Callable[[str], None]], Any],
     units: Sequence[tuple[str, Any]],
@@ -177,13 +225,14 @@ def run_in_processes(
         context.Process(target=worker, args=(index, inboxes[index], events, threads, work))
         for index in range(jobs)
     ]
-    for process in processes:
-        process.start()
-    try:
-        results, failure = hand_out(units, inboxes, processes, events, log)
-    except BaseException:  # an interrupt, or a process that died: the others stop now
-        stop(processes, inboxes, grace=INTERRUPT_GRACE_SECONDS)
-        raise
+    with TerminatedHere():
+        for process in processes:
+            process.start()
+        try:
+            results, failure = hand_out(units, inboxes, processes, events, log)
+        except BaseException:  # an interrupt, SIGTERM, a process that died: the others stop now
+            stop(processes, inboxes, grace=INTERRUPT_GRACE_SECONDS)
+            raise
     stop(processes, inboxes, grace=IDLE_SECONDS)  # each is idle: it ends on its None
     if failure is not None:
         raise failure
