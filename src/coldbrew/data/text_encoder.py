@@ -68,8 +68,9 @@ def encode_texts(
     ``None`` turns caching off; a process that finds another encoding the same texts into the
     cache waits for its vectors (``cache_lock``) rather than encoding them too. ``device``
     defaults to CUDA when available, else CPU. ``loaded`` supplies an already loaded backbone
-    (called only on a cache miss); by default the backbone is loaded here and released after. ``runtime`` (``auto``, ``torch``, ``onnx``; default
-    ``$COLDBREW_TEXT_RUNTIME``, else ``auto``) runs a backbone loaded here on CPU with ONNX
+    (called only on a cache miss); by default the backbone is loaded here and released after.
+    ``runtime`` (``auto``, ``torch``, ``onnx``; default ``$COLDBREW_TEXT_RUNTIME``, else
+    ``auto``) runs a backbone loaded here on CPU with ONNX
     Runtime (``auto``: when installed and faster, see ``onnx_encoder``); a supplied one (perhaps
     tuned) always runs with torch.
     """
