@@ -70,9 +70,8 @@ def encode_texts(
     defaults to CUDA when available, else CPU. ``loaded`` supplies an already loaded backbone
     (called only on a cache miss); by default the backbone is loaded here and released after.
     ``runtime`` (``auto``, ``torch``, ``onnx``; default ``$COLDBREW_TEXT_RUNTIME``, else
-    ``auto``) runs a backbone loaded here on CPU with ONNX
-    Runtime (``auto``: when installed and faster, see ``onnx_encoder``); a supplied one (perhaps
-    tuned) always runs with torch.
+    ``auto``) runs a backbone loaded here on CPU with ONNX Runtime (``auto``: when installed and
+    faster, see ``onnx_encoder``); a supplied one (perhaps tuned) always runs with torch.
     """
     if not texts:
         width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
