@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.parallel import longest_first, parse_jobs, resolve_jobs, run_in_processes
+from coldbrew.research.parallel import (
+    longest_first,
+    oversubscribed,
+    parse_jobs,
+    resolve_jobs,
+    run_in_processes,
+)
 
 
 # the work functions: module-level, so a spawned process imports them by name
@@ -182,3 +188,12 @@ def test_the_longest_models_start_first_and_unknown_ones_before_the_closed_form_
         "knn",
         "bpr",
     ]
+
+
+def test_more_threads_than_cores_is_a_warning_that_gives_the_share():
+    assert oversubscribed(2, 1, 2) is None and oversubscribed(2, 2, 4) is None
+    warning = oversubscribed(2, 2, 2)
+    assert warning.startswith("warning: 2 processes x 2 threads on 2 usable cores")
+    assert warning.endswith("COLDBREW_THREADS=1 gives each process its share")
+    assert oversubscribed(3, 2, 2).endswith("COLDBREW_THREADS=1 gives each process its share")
+    assert oversubscribed(2, 8, 8).endswith("COLDBREW_THREADS=4 gives each process its share")

@@ -80,7 +80,7 @@ def train_side_by_side(
     """``{name: work(unit, cache, log)}`` for every unit, in as many processes as ``jobs``
     allows (longest first, each torch thread count from ``threads_per_process``); ``{}`` when
     that is one process or fewer than two units: then the caller works through them itself."""
-    from coldbrew.system.threads import threads_per_process
+    from coldbrew.system.threads import threads_per_process, usable_cores
 
     names = longest_first(list(units))
     count = resolve_jobs(jobs, len(names))
@@ -91,8 +91,24 @@ def train_side_by_side(
         f"training {', '.join(names)} in {count} processes at once, {threads.threads} torch "
         f"thread(s) each ({threads.reason})"
     )
+    warning = oversubscribed(count, threads.threads, usable_cores())
+    if warning:
+        log(warning)
     pairs = [(name, units[name]) for name in names]
     return run_in_processes(work, pairs, count, threads=threads.threads, log=log)
+
+
+def oversubscribed(processes: int, threads: int, cores: int) -> str | None:
+    """A warning when ``processes`` × ``threads`` torch threads exceed ``cores`` (a
+    ``COLDBREW_THREADS`` set for one process, kept by each), else None."""
+    if processes * threads <= cores:
+        return None
+    share = max(1, cores // processes)
+    return (
+        f"warning: {processes} processes x {threads} threads on {cores} usable cores: each "
+        f"step waits for threads that wait for a core (docs/speed.md, Threads); "
+        f"COLDBREW_THREADS={share} gives each process its share"
+    )
 
 
 class WorkerTraceback(Exception):
