@@ -21,11 +21,12 @@ would: a finished unit's results, an unfinished one resumable.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from coldbrew.errors import ColdbrewError
@@ -197,26 +198,23 @@ def watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="coldbrew-parent-watch", daemon=True).start()
 
 
-class TerminatedHere:
-    """While held (in the main thread, where SIGTERM has its default action), SIGTERM raises
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Within it (in the main thread, where SIGTERM has its default action), SIGTERM raises
     ``SystemExit(143)`` here instead of ending this process at once, so the processes it
     started are stopped first (``run_in_processes``) and the exit status is still 128 + 15."""
+    import signal
+    import threading
 
-    def __enter__(self) -> TerminatedHere:
-        import signal
-        import threading
-
-        self.previous = None
-        main = threading.current_thread() is threading.main_thread()
-        if main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            self.previous = signal.signal(signal.SIGTERM, _terminated)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _terminated(signum, frame) -> None:
@@ -241,7 +239,7 @@ def run_in_processes(
         context.Process(target=worker, args=(index, inboxes[index], events, threads, work))
         for index in range(jobs)
     ]
-    with TerminatedHere():
+    with sigterm_raises():
         for process in processes:
             process.start()
         try:
