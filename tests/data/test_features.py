@@ -272,7 +272,7 @@ def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor
     while "waiting for another process" not in said and time.monotonic() < deadline:
         time.sleep(0.01)
         said += capsys.readouterr().err
-    assert "waiting for another process that is computing the same text vectors" in said
+    assert "waiting for another process that is computing the same text embeddings" in said
     assert thread.is_alive() and not encodes  # it waits, and has encoded nothing
     if written is not None:
         text_encoder.write_cached(path, written)
@@ -307,4 +307,4 @@ def test_a_cache_that_cannot_be_locked_is_encoded_without_a_lock(tmp_path, monke
     blocked.write_text("")
     vectors = text_encoder.encode_texts(["Heat (1995)."], cache=blocked / "text")
     assert torch.equal(vectors, torch.ones(1, 3))
-    assert "could not lock text vectors" in caplog.text
+    assert "could not lock text embeddings" in caplog.text

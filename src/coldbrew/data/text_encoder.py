@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -79,21 +80,22 @@ def encode_texts(
     pooling = resolve_pooling(pooling, backbone)
     encoder_id = encoder_key(backbone, pooling, normalize, max_length)
     cache_file = _cache_file(texts, cache, encoder_id)
-    how = {"backbone": backbone, "pooling": pooling, "max_length": max_length}
-    how |= {"normalize": normalize, "batch_size": batch_size, "progress": progress}
-    how |= {"device": device, "loaded": loaded, "runtime": runtime}
+    encode = partial(
+        _encode_missing,
+        texts,
+        backbone=backbone,
+        pooling=pooling,
+        max_length=max_length,
+        normalize=normalize,
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        loaded=loaded,
+        runtime=runtime,
+    )
     if cache_file is None:
-        return _encode_missing(texts, **how)
-    cached = read_cached(cache_file, (len(texts), None))
-    if cached is not None:
-        return cached
-    with cache_lock(cache_file, "text vectors"):  # another process encoding them: wait, read
-        cached = read_cached(cache_file, (len(texts), None))
-        if cached is not None:
-            return cached
-        embeddings = _encode_missing(texts, **how)
-        write_cached(cache_file, embeddings)
-    return embeddings
+        return encode()
+    return computed_once(cache_file, (len(texts), None), encode, "text embeddings")
 
 
 def _encode_missing(
@@ -301,6 +303,23 @@ def read_cached(path: Path, shape: tuple[int | None, ...]) -> torch.Tensor | Non
     if any(want is not None and have != want for have, want in pairs):
         return None
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def computed_once(
+    path: Path, shape: tuple[int | None, ...], compute: Callable[[], torch.Tensor], what: str
+) -> torch.Tensor:
+    """The array cached at ``path`` (``read_cached``), else ``compute()``'s, written there; one
+    process computes it at a time (``cache_lock``), and one that waited reads the other's."""
+    cached = read_cached(path, shape)
+    if cached is not None:
+        return cached
+    with cache_lock(path, what):
+        cached = read_cached(path, shape)
+        if cached is not None:
+            return cached
+        array = compute()
+        write_cached(path, array, what)
+    return array
 
 
 @contextmanager

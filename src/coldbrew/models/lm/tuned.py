@@ -35,13 +35,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from coldbrew.data.text_encoder import cache_lock, read_cached, write_cached
+from coldbrew.data.text_encoder import computed_once, read_cached, write_cached
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.split import upper_parameters
@@ -138,15 +139,8 @@ class TunedText(nn.Module):
         if self.cache_file is None:
             return self._lower_states(token_ids, lengths, progress)
         shape = (len(lengths), token_ids.shape[1], self.backbone.width)
-        states = read_cached(self.cache_file, shape)
-        if states is not None:
-            return states
-        with cache_lock(self.cache_file, "tune mode's held states"):  # one process builds them
-            states = read_cached(self.cache_file, shape)
-            if states is None:
-                states = self._lower_states(token_ids, lengths, progress)
-                write_cached(self.cache_file, states, what="tune mode's held states")
-        return states
+        compute = partial(self._lower_states, token_ids, lengths, progress)
+        return computed_once(self.cache_file, shape, compute, "tune mode's held states")
 
     def first_vectors(self) -> torch.Tensor:
         """The table before any training: with the adapters still at zero, the frozen
