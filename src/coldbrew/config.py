@@ -140,6 +140,31 @@ class TrainConfig:
         minimum=0,
         maximum=MAX_SEED,
     )
+    cold_split: str = option(
+        "files",
+        "which items are cold: files (the data's own split, or none), time:FRACTION (the "
+        "newest items by first interaction) or random:FRACTION (drawn by selection_seed)",
+    )
+    folds: int = option(
+        0,
+        "cold-item cross-validation: the training items cut into K folds, each fold's items "
+        "held out as a cold split that chooses (coldbrew leaderboard --folds); all of "
+        "validation then reports; 0: none (validation cut into select/report halves)",
+        minimum=0,
+        maximum=100,
+    )
+    fold: int | None = option(
+        None,
+        "with --folds: the fold this run holds out, 0..folds-1; none: the run trains on every "
+        "training item for --epochs and keeps the last epoch (it chooses nothing)",
+        minimum=0,
+    )
+    fold_seed: int = option(
+        0,
+        "draws the folds (the same for every run seed and model)",
+        minimum=0,
+        maximum=MAX_SEED,
+    )
     patience: int = option(
         7, "stop after this many evaluations without improvement (see --min-gain)", minimum=1
     )
@@ -202,8 +227,19 @@ class TrainConfig:
         from coldbrew.data.sentence_models import check_text_encoder
 
         check_text_encoder(self.text_encoder)
+        from coldbrew.data.cold_split import parse_cold_split
+
+        parse_cold_split(self.cold_split)
         if self.early_stop_metric is not None:
             parse_monitor(self.early_stop_metric, self.resolved_ks())
+        if self.folds == 1:
+            raise ColdbrewError("option 'folds' is 0 (none) or at least 2, got 1")
+        if self.fold is not None and not self.folds:
+            raise ColdbrewError("option 'fold' needs --folds K (K >= 2)")
+        if self.fold is not None and self.fold >= self.folds:
+            raise ColdbrewError(
+                f"option 'fold' is {self.fold}; with {self.folds} folds it is 0..{self.folds - 1}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Flat run settings, then the model's section under its name (how config.yaml reads)."""
@@ -285,6 +321,7 @@ BOARD_SECTION = "leaderboard"
 # one selection split, one seed per row)
 SHARED_BY_MODELS = frozenset(
     {"data", "features", "text_encoder", "seed", "protocol", "report_share", "selection_seed"}
+    | {"cold_split", "folds", "fold", "fold_seed"}
     | {"trust_pickle", "has_v", "has_a", "has_t"}
 )
 
