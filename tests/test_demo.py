@@ -38,3 +38,28 @@ def test_synthetic_when_nothing_else_is_there_and_it_says_why(empty_data, monkey
     monkeypatch.setattr(coldbrew.data, "resolve_data_path", offline)
     assert demo.find_data() == "synthetic"
     assert "ml-100k unavailable: the download failed: offline" in capsys.readouterr().out
+
+
+def test_the_demo_trains_with_the_commands_thread_choice(monkeypatch, capsys):
+    # torch's one thread per core made the demo 6x slower beside one busy process
+    import torch
+
+    from coldbrew.system import threads
+
+    seen = {}
+
+    def train(config, run_dir, dataset):
+        seen["threads"] = torch.get_num_threads()
+        raise DataError("stop here")
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_applied", [None])
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(before + 1, "t"))
+    monkeypatch.setattr(demo, "find_data", lambda: "synthetic")
+    monkeypatch.setattr(demo, "train", train)
+    try:
+        assert demo.main([]) == 2
+    finally:
+        torch.set_num_threads(before)
+    assert seen["threads"] == before + 1
+    assert capsys.readouterr().out.startswith(f"threads: {before + 1} (t)")

@@ -3,8 +3,9 @@
 Data, first found wins: ml-1m-coldstart (``$COLDBREW_DATA`` or ../shared/data); MovieLens-100K
 (``$COLDBREW_DATA``, the cache, or downloaded once from GroupLens); else the synthetic dataset,
 sized so CLCRec visibly learns in 2 epochs (about 4x random cold Recall@20). It says which it
-used and why. Prints the dataset, a random-vector baseline, CLCRec's cold-start metrics and
-the time it took.
+used and why. Prints the thread count (chosen as every command chooses it:
+``coldbrew.system.threads``), the dataset, a random-vector baseline, CLCRec's cold-start metrics
+and the time it took.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from coldbrew import evaluate_embeddings, load_dataset
 from coldbrew.config import make_config
 from coldbrew.data.selection import carve_report
 from coldbrew.errors import ColdbrewError, DataError
+from coldbrew.system.threads import apply_threads
 from coldbrew.training.run import train
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"  # beside the project
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=DEMO_SETTINGS["epochs"])
     args = parser.parse_args(argv)
     try:
+        # the CLI's thread choice (torch's one thread per core crawls beside a busy process)
+        choice = apply_threads()
+        print(f"threads: {choice.threads} ({choice.reason})")
         data = find_data()
         settings = {**DEMO_SETTINGS, "epochs": args.epochs, "data": data}
         if data == "synthetic":

@@ -140,3 +140,51 @@ def test_processes_side_by_side_share_the_cores_unless_a_variable_says_otherwise
     assert threads.free_cores().threads == 6  # the variables say threads, not processes
     monkeypatch.setenv("COLDBREW_THREADS", "5")
     assert threads.threads_per_process(2).threads == 5
+
+
+def test_a_run_started_from_python_takes_the_choice_and_an_entry_points_choice_stands(
+    monkeypatch,
+):
+    # the Python API (coldbrew.training.run.train, the demo) reaches configure_process: with no
+    # choice made in the process, it makes the CLI's; after an entry point made one, it keeps it
+    from coldbrew.system.runtime import configure_process
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_applied", [None])
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(before + 1, "t"))
+    try:
+        configure_process(torch.device("cpu"))
+        assert torch.get_num_threads() == before + 1
+        monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(1, "later"))
+        configure_process(torch.device("cpu"))  # a second sample could see this process busy
+        assert torch.get_num_threads() == before + 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_command_inside_a_process_leaves_no_choice_behind(monkeypatch):
+    monkeypatch.setattr(threads, "_applied", [None])
+    monkeypatch.setenv("COLDBREW_THREADS", "1")
+    with threads.chosen_threads() as choice:
+        assert threads.ensure_threads() is choice
+    assert threads._applied[0] is None
+
+
+@pytest.mark.parametrize("command", ["serve", "export", "blend"])
+def test_the_server_export_and_blend_take_the_choice_too(command, monkeypatch):
+    from coldbrew.cli import HANDLERS, main
+
+    seen = {}
+    module, _, function = HANDLERS[command].partition(":")
+    monkeypatch.setenv("COLDBREW_THREADS", "3")
+    monkeypatch.setattr(
+        f"coldbrew.cli.{module}.{function}",
+        lambda args: seen.setdefault("n", torch.get_num_threads()) and 0,
+    )
+    argv = {
+        "serve": ["serve", "--run", "r"],
+        "export": ["export", "--run", "r", "--out", "o"],
+        "blend": ["blend", "--runs", "a,b", "--out", "o"],
+    }[command]
+    main(argv)
+    assert seen["n"] == 3

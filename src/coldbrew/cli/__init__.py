@@ -14,7 +14,7 @@ from coldbrew.errors import ColdbrewError
 # the commands that run torch: each takes coldbrew.system.threads' thread count first
 COMPUTE_COMMANDS = frozenset(
     {"train", "evaluate", "data", "search", "leaderboard", "forecast", "recommend", "bench"}
-    | {"doctor", "profile", "tune", "memory"}
+    | {"doctor", "profile", "tune", "memory", "serve", "export", "blend"}
 )
 # COLDBREW_DEBUG=1: errors raise with their traceback instead of the one-line message
 DEBUG_VARIABLE = "COLDBREW_DEBUG"

@@ -152,17 +152,15 @@ def worker(index: int, inbox, events, threads: int, work: Callable) -> None:
     import sys
     import warnings
 
-    from coldbrew.system.threads import THREADS_VARIABLE
+    from coldbrew.system.threads import THREADS_VARIABLE, apply_threads
 
     # before torch starts its pools; nested apply_threads (a library user's) keeps the count
     os.environ[THREADS_VARIABLE] = os.environ["OMP_NUM_THREADS"] = str(threads)
     watch_parent(os.getppid())
     try:
-        import torch
-
         from coldbrew.research.search import DataCache
 
-        torch.set_num_threads(threads)
+        apply_threads()  # every entry point's one choice: here COLDBREW_THREADS, the share
         cache, sender = DataCache(), LineSender(events, index)
         sys.stdout = sys.stderr = sender
         warnings.showwarning = lambda message, *_, **__: sender.write(f"warning: {message}\n")

@@ -44,7 +44,9 @@ def make_server(
     import uvicorn
 
     from coldbrew.serving.app import Holder, create_app
+    from coldbrew.system.threads import ensure_threads
 
+    ensure_threads()  # every entry point's thread choice (the CLI's, if it made one, stands)
     holder = Holder(source, index=index, search_depth=search_depth, token=token)
     if holder.catalogue.encoder is not None:
         holder.catalogue.encoder.warm_up()

@@ -59,6 +59,8 @@ def make_runtime(device_name: str, precision: str) -> Runtime:
 def configure_process(device: torch.device, *, deterministic: bool = False) -> None:
     """The process-wide settings a training or evaluation run makes, in one place.
 
+    * torch's thread count: the free cores (``coldbrew.system.threads.ensure_threads``; a
+      choice the entry point already made stands);
     * CPU: glibc keeps freed blocks mapped (``keep_freed_memory_for_reuse``);
     * CUDA: TF32 matmuls and convolutions (fp32 inputs, 10-bit mantissa products);
     * ``deterministic``: ``torch.use_deterministic_algorithms(True)`` and the cuBLAS workspace
@@ -67,6 +69,9 @@ def configure_process(device: torch.device, *, deterministic: bool = False) -> N
     ``coldbrew train``/``evaluate`` and ``coldbrew.training.run`` call it; library users who
     build a ``Trainer`` themselves choose whether to.
     """
+    from coldbrew.system.threads import ensure_threads
+
+    ensure_threads()
     if device.type == "cpu":
         keep_freed_memory_for_reuse()
     if device.type == "cuda":

@@ -14,8 +14,17 @@ The cores busy now are the machine's non-idle CPU time over 0.2 s (``/proc/stat`
 cached for 10 s in a process). The kernel's 1-minute load average, used where ``/proc/stat``
 is missing, trails the machine by about a minute: a command started just after a heavy one
 ended read load 1.2 on an idle 2-core machine, took one thread and ran 117 s instead of 90 s.
-``coldbrew doctor`` shows the choice and its reason; every compute command of the CLI
-applies it before its work (``apply_threads``). Library users who want it call that too.
+``coldbrew doctor`` shows the choice and its reason.
+
+Every entry point makes this one choice, through ``apply_threads``, before its work: each
+compute command of the CLI (``chosen_threads``), ``python -m coldbrew.demo`` (``make demo``),
+the server, a leaderboard's worker processes (their share, through ``COLDBREW_THREADS``) and
+every training or evaluation run, whoever started it (``configure_process`` calls
+``ensure_threads``: the Python API gets the choice too). Without it torch keeps one thread per
+core: one epoch of ``make demo`` ran 6.4x slower beside one busy process (1,000 samples/s
+against 40,000; BENCHMARKS.md, "The demo beside a busy process"). Inter-op threads are left
+to torch: eager training does not use them (only TorchScript's ``fork`` does) and they wait
+asleep, so they do not take a busy core.
 """
 
 from __future__ import annotations
@@ -184,14 +193,27 @@ def threads_per_process(processes: int) -> ThreadChoice:
     return ThreadChoice(share, f"{cores} usable cores shared by {processes} processes")
 
 
+_applied: list[ThreadChoice | None] = [None]  # the choice in force in this process, if any
+
+
 def apply_threads() -> ThreadChoice:
-    """``torch.set_num_threads`` with ``current_choice()``; returns the choice."""
+    """``torch.set_num_threads`` with ``current_choice()``; returns the choice (every entry
+    point's one way to choose threads)."""
     import torch
 
     choice = current_choice()
     if torch.get_num_threads() != choice.threads:
         torch.set_num_threads(choice.threads)
+    _applied[0] = choice
     return choice
+
+
+def ensure_threads() -> ThreadChoice:
+    """The choice in force: ``apply_threads()`` unless an entry point of this process (the
+    CLI, the demo, a worker) already made it, which stands (a second sample could count this
+    process's own threads as busy cores). A count set with ``torch.set_num_threads`` after
+    that choice is kept too."""
+    return _applied[0] or apply_threads()
 
 
 @contextlib.contextmanager
@@ -200,9 +222,10 @@ def chosen_threads():
     (a command run inside a longer process, such as a test, leaves it as it was)."""
     import torch
 
-    before = torch.get_num_threads()
+    before, applied = torch.get_num_threads(), _applied[0]
     try:
         yield apply_threads()
     finally:
+        _applied[0] = applied
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
