@@ -75,8 +75,17 @@ def load_dataset(
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
-    from coldbrew.data import clcrec_layout, csv_coldstart, movielens
+    from coldbrew.data import clcrec_layout, csv_coldstart, movielens, table_files
 
+    if table_files.detect(path):  # the user's own coldbrew.yaml names the files: it wins
+        return table_files.load(
+            path,
+            features=features,
+            seed=seed,
+            text_encoder=text_encoder,
+            text_vectors=text_vectors,
+            **options,
+        )
     for module in (clcrec_layout, csv_coldstart, movielens):
         if not module.detect(path):
             continue
@@ -98,7 +107,8 @@ def load_dataset(
             **options,
         )
     raise DataError(
-        f"{path}: no known dataset layout (expected CLCRec .npy files, train.csv + cold_val.csv, "
+        f"{path}: no known dataset layout (expected a coldbrew.yaml naming your files, which "
+        "'coldbrew data init FILES...' writes; CLCRec .npy files, train.csv + cold_val.csv, "
         "or MovieLens u.data + u.item)"
     )
 

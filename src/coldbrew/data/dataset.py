@@ -75,9 +75,23 @@ class Dataset:
     item_text: list[str] | None = None  # one text per item, when the source has titles
     user_text: list[str] | None = None  # one text per user, when the source describes users
     selection: dict | None = None  # how val was cut into select/report (coldbrew.data.selection)
+    cross_validation: dict | None = None  # the fold this is, when it is one (coldbrew.data.folds)
     # the names of a dense block's columns, in column order, where the source names them
     # (genre flags); loaders may name blocks not loaded: only the loaded ones are kept
     feature_columns: dict[str, list[str]] = field(default_factory=dict)
+    # each item's first interaction (seconds; NaN where unknown), where the source has times
+    item_first_seen: np.ndarray | None = None
+    # which items a run made cold and how (coldbrew.data.cold_split); None: the source's own
+    cold_split: dict | None = None
+
+    @classmethod
+    def from_frames(cls, interactions, items=None, **columns) -> Dataset:
+        """A dataset from pandas frames with named columns: ``user``, ``item`` (default names),
+        ``text=[...]``, ``categories=[...]``, ``numeric=[...]`` of the items table; see
+        ``coldbrew.data.tables.from_frames`` for every option."""
+        from coldbrew.data.tables import from_frames
+
+        return from_frames(interactions, items, **columns)
 
     def __post_init__(self) -> None:
         self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
@@ -154,9 +168,17 @@ class Dataset:
                     "items": int(len(np.unique(matrix.indices))),
                     "interactions": int(matrix.nnz),
                 }
+        if self.cold_split is not None:
+            out["cold_split"] = dict(self.cold_split)
         if self.selection is not None:
             out["selection"] = {
                 key: self.selection[key] for key in ("report_share", "selection_seed")
+            }
+        if self.cross_validation is not None:
+            out["cross_validation"] = {
+                key: self.cross_validation[key]
+                for key in ("folds", "fold", "fold_seed", "users_left_out")
+                if key in self.cross_validation
             }
         return out
 
@@ -204,6 +226,8 @@ class Dataset:
         ):
             if texts is not None and len(texts) != count:
                 raise DataError(f"{self.name}: {what} has {len(texts)} entries, expected {count}")
+        if self.item_first_seen is not None and len(self.item_first_seen) != self.num_items:
+            raise DataError(f"{self.name}: item_first_seen has another length than the items")
 
 
 def describe_layout(layout: list[dict]) -> str:

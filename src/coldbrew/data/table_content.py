@@ -1,0 +1,223 @@
+"""Item content from an items table's named columns: text, category, numeric and vector blocks.
+
+- **Text columns** are joined into one text per item with their names, ``"title: Heat. plot:
+  A thief."`` (empty fields left out), and that text is encoded once by the sentence encoder
+  (``coldbrew.data.features.text_embeddings``, with its cache). One text rather than one
+  vector per column because the encoder reads each field in the context of the others, a short
+  field such as a title is a poor sentence alone, and the block keeps the encoder's width
+  whatever the column count (per-column vectors multiply the width and the encoding time by
+  the number of columns); the names tell the encoder what each field is. An item whose text
+  columns are all empty gets a zero text vector, and a note counts such items.
+- **Category columns**: a ``|``-separated list (genres) becomes a multi-hot block, one value a
+  one-hot block; one block per column, named by it, each column of the block named by its value.
+- **Numeric columns** become one block ``numeric``, each column standardised (mean 0, standard
+  deviation 1; an empty cell is the mean, with a note).
+- **Vectors**: a table keyed by item id whose other columns are numbers, block ``vectors``;
+  an item without a row gets zeros, with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from coldbrew.data.features import TEXT_EXTRA_HINT, text_embeddings, text_encoder_available
+from coldbrew.errors import DataError
+
+MAX_CATEGORIES = 2000  # a category block keeps its most frequent values (a note says so)
+RESERVED_BLOCKS = ("text", "numeric", "vectors")
+
+
+@dataclass
+class Content:
+    """The blocks an items table offers, computed only when ``select`` asks for them."""
+
+    factories: dict[str, Callable[[], torch.Tensor]] = field(default_factory=dict)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    texts: list[str] | None = None
+
+    def select(
+        self,
+        requested: Sequence[str] | None,
+        *,
+        text_vectors: bool,
+        options: Mapping[str, object],
+        notes: list[str],
+    ) -> dict[str, torch.Tensor]:
+        """The blocks ``requested`` (default: all), in the order asked; ``text`` needs the
+        ``[text]`` extra (skipped with a note when not asked for by name)."""
+        names = list(dict.fromkeys(requested)) if requested is not None else list(self.factories)
+        unknown = [name for name in names if name not in self.factories]
+        if unknown:
+            raise DataError(
+                f"unknown feature block {', '.join(map(repr, unknown))}; this data offers: "
+                f"{', '.join(self.factories) or 'none (name content columns in coldbrew.yaml)'}"
+            )
+        if not text_vectors:
+            names = [name for name in names if name != "text"]
+        features = {}
+        for name in names:
+            if name == "text" and not text_encoder_available():
+                if requested is not None:
+                    raise DataError(TEXT_EXTRA_HINT)
+                notes.append(f"text features skipped: {TEXT_EXTRA_HINT}")
+                continue
+            features[name] = (
+                encoded(self.texts or [], options) if name == "text" else self.factories[name]()
+            )
+        return features
+
+
+def item_content(
+    items: pd.DataFrame | None,
+    item_index: pd.Index,
+    *,
+    text: Sequence[str],
+    categories: Sequence[str],
+    numeric: Sequence[str],
+    vectors: pd.DataFrame | None,
+    vector_id: str,
+    separator: str,
+    where: Mapping[str, str],
+    notes: list[str],
+) -> Content:
+    """What ``items`` (rows in internal item order, or ``None``) offers, as ``Content``."""
+    content = Content()
+    named = [*text, *categories, *numeric]
+    if named and items is None:
+        raise DataError(f"content columns ({', '.join(named)}) need an items table; name its file")
+    repeated = sorted({c for c in named if named.count(c) > 1})
+    if repeated:
+        raise DataError(f"column(s) {', '.join(repeated)} named as more than one kind of content")
+    if items is not None:
+        from coldbrew.data.tables import check_columns
+
+        check_columns(items, named, where["items"])
+    for column in categories:
+        if column in RESERVED_BLOCKS:
+            raise DataError(
+                f"category column {column!r} has a reserved block name ({', '.join(RESERVED_BLOCKS)}); "
+                "rename it"
+            )
+        matrix, values = category_block(items[column], separator, where["items"], column, notes)
+        content.factories[column] = lambda matrix=matrix: matrix
+        content.columns[column] = values
+    if numeric:
+        matrix = numeric_block(items, list(numeric), where["items"], notes)
+        content.factories["numeric"] = lambda: matrix
+        content.columns["numeric"] = list(numeric)
+    if vectors is not None:
+        matrix = vector_block(vectors, vector_id, item_index, where["vectors"], notes)
+        content.factories["vectors"] = lambda: matrix
+    if text:
+        texts = joined_texts(items, list(text))
+        empty = [position for position, value in enumerate(texts) if not value]
+        if empty:
+            notes.append(
+                f"{len(empty)} item(s) have no text (every one of {', '.join(text)} empty, e.g. "
+                f"item {item_index[empty[0]]!r}): their text vector is zeros"
+            )
+        content.texts = texts
+        content.factories["text"] = lambda: encoded(texts, {})  # select passes the options
+    return content
+
+
+def joined_texts(items: pd.DataFrame, columns: list[str]) -> list[str]:
+    """``"title: Heat. plot: A thief."`` per row: each non-empty column with its name."""
+    joined = pd.Series("", index=items.index, dtype=object)
+    for column in columns:
+        value = items[column].fillna("").astype(str).str.strip().str.rstrip(".").str.strip()
+        piece = (f"{column}: " + value + ".").where(value != "", "")
+        both = (joined != "") & (piece != "")
+        joined = (joined + " " + piece).where(both, joined + piece)
+    return joined.tolist()
+
+
+def encoded(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
+    """The text block: each non-empty text encoded (once: the encoder caches), zeros for the rest."""
+    present = [position for position, value in enumerate(texts) if value]
+    vectors = text_embeddings([texts[position] for position in present], options)
+    block = torch.zeros(len(texts), vectors.shape[1], dtype=vectors.dtype)
+    block[torch.as_tensor(present, dtype=torch.long)] = vectors
+    return block
+
+
+def category_block(
+    values: pd.Series, separator: str, where: str, column: str, notes: list[str]
+) -> tuple[torch.Tensor, list[str]]:
+    """Multi-hot (``separator``-lists) or one-hot (one value) rows, and the values' names."""
+    listed = values.fillna("").astype(str).str.split(separator, regex=False).explode()
+    listed = listed.str.strip()
+    listed = listed[listed != ""]
+    counts = listed.value_counts()
+    if len(counts) > MAX_CATEGORIES:
+        notes.append(
+            f"{where}: column {column!r} has {len(counts)} distinct values; the "
+            f"{MAX_CATEGORIES} most frequent are kept"
+        )
+        counts = counts.iloc[:MAX_CATEGORIES]
+    vocabulary = sorted(counts.index.tolist())
+    codes = pd.Index(vocabulary).get_indexer(listed)
+    kept = codes >= 0
+    matrix = torch.zeros(len(values), len(vocabulary), dtype=torch.float32)
+    rows = torch.as_tensor(listed.index.to_numpy()[kept], dtype=torch.long)
+    matrix[rows, torch.as_tensor(codes[kept], dtype=torch.long)] = 1.0
+    return matrix, vocabulary
+
+
+def numeric_block(
+    items: pd.DataFrame, columns: list[str], where: str, notes: list[str]
+) -> torch.Tensor:
+    """Each column standardised; a cell that is not a number is a ``DataError``."""
+    out = np.zeros((len(items), len(columns)), dtype=np.float64)
+    for position, column in enumerate(columns):
+        raw = items[column]
+        values = pd.to_numeric(raw, errors="coerce")
+        bad = (values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")).to_numpy()
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise DataError(
+                f"{where}: numeric column {column!r} holds {raw.iloc[first]!r} (item "
+                f"{first + 1} in id order; {int(bad.sum())} such cell(s)); list it as text or "
+                "categories instead"
+            )
+        if values.isna().any():
+            notes.append(
+                f"{where}: {int(values.isna().sum())} empty {column!r} cell(s) read as the mean"
+            )
+        mean = values.mean() if values.notna().any() else 0.0
+        spread = values.std(ddof=0) if values.notna().sum() > 1 else 0.0
+        out[:, position] = ((values.fillna(mean) - mean) / (spread or 1.0)).to_numpy()
+    return torch.as_tensor(out, dtype=torch.float32)
+
+
+def vector_block(
+    vectors: pd.DataFrame, id_column: str, item_index: pd.Index, where: str, notes: list[str]
+) -> torch.Tensor:
+    """The rows of ``vectors`` (id column + number columns) in internal item order."""
+    if id_column not in vectors.columns:
+        id_column = vectors.columns[0]
+    values = vectors.drop(columns=[id_column])
+    if values.shape[1] == 0 or not all(pd.api.types.is_numeric_dtype(t) for t in values.dtypes):
+        raise DataError(f"{where}: a vector file is the item id column then number columns only")
+    ids = vectors[id_column]
+    if pd.api.types.is_integer_dtype(item_index.dtype):
+        ids = pd.to_numeric(ids, errors="coerce")
+    if ids.duplicated().any():
+        raise DataError(f"{where}: item {ids[ids.duplicated()].iloc[0]!r} has more than one vector")
+    positions = pd.Index(ids).get_indexer(item_index)
+    matrix = values.to_numpy(dtype=np.float32)
+    if not np.isfinite(matrix).all():
+        raise DataError(f"{where}: empty, NaN or infinite values in the vectors")
+    out = np.zeros((len(item_index), matrix.shape[1]), dtype=np.float32)
+    out[positions >= 0] = matrix[positions[positions >= 0]]
+    if (positions < 0).any():
+        notes.append(f"{where}: {int((positions < 0).sum())} item(s) have no vector: zeros")
+    extra = len(ids) - int((positions >= 0).sum())
+    if extra:
+        notes.append(f"{where}: {extra} vector(s) of items not in the catalogue ignored")
+    return torch.as_tensor(out)

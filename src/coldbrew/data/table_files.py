@@ -1,0 +1,177 @@
+"""The general layout on disk: a ``coldbrew.yaml`` naming the files and their columns.
+
+A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, every key one of
+``coldbrew.data.tables.from_frames``'s, file names relative to the directory::
+
+    interactions: ratings.csv     # CSV, TSV (.tsv) or Parquet (.parquet)
+    user: user_id                 # column names in the interaction files
+    item: movie_id
+    rating: stars                 # optional: checked numeric; min_rating keeps rows >= it
+    timestamp: watched_at         # optional: numbers or dates
+    items: movies.csv             # optional: one row per item
+    item_id: movie_id             # default: the same name as item
+    text: [title, plot]           # joined into one text per item, encoded by the text encoder
+    categories: [genres]          # '|'-lists (multi-hot) or one value (one-hot)
+    numeric: [year]               # standardised
+    vectors: item_vectors.csv     # optional: item id column, then numbers
+    val: cold_val.csv             # optional: your own cold items' interactions
+    test: cold_test.csv
+
+``coldbrew data init FILES...`` writes one (``coldbrew.data.table_guess``). Ids are read as
+text and become integers only when every id of the kind is a plain integer (``"007"`` stays
+text), so ids come back as they were written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from coldbrew.data.dataset import Dataset
+from coldbrew.errors import DataError
+
+SPEC_FILE = "coldbrew.yaml"
+FILE_KEYS = ("interactions", "items", "vectors", "val", "test")
+COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
+LIST_KEYS = ("text", "categories", "numeric")
+OTHER_KEYS = ("min_rating", "missing_items", "category_separator")
+KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
+SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+PLAIN_INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"  # no leading zeros, fits int64
+
+
+def detect(path: Path) -> bool:
+    return (path / SPEC_FILE).is_file()
+
+
+def read_spec(path: Path) -> dict:
+    """``coldbrew.yaml``'s settings, checked: known keys, the files present, lists of names."""
+    from coldbrew.config import ColdbrewError, load_yaml
+
+    try:
+        spec = load_yaml(path)
+    except ColdbrewError as error:
+        raise DataError(str(error)) from None
+    unknown = sorted(set(map(str, spec)) - set(KEYS))
+    if unknown:
+        raise DataError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
+    if "interactions" not in spec:
+        raise DataError(f"{path}: name the interactions file (interactions: FILE)")
+    for key in FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator"):
+        if key in spec and not isinstance(spec[key], str):
+            raise DataError(f"{path}: {key} must be a name, not {spec[key]!r}")
+    for key in LIST_KEYS:
+        value = spec.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise DataError(f"{path}: {key} must be a list of column names, not {value!r}")
+        spec[key] = value
+    if "min_rating" in spec and not isinstance(spec["min_rating"], int | float):
+        raise DataError(f"{path}: min_rating must be a number, not {spec['min_rating']!r}")
+    return spec
+
+
+def load(path: Path, *, features=None, seed: int = 1, text_vectors: bool = True, **options):
+    """The dataset ``path/coldbrew.yaml`` describes (``seed``: checked, draws nothing)."""
+    from coldbrew.data.dataset import check_seed
+    from coldbrew.data.features import TEXT_OPTIONS, check_options
+
+    check_seed(seed)
+    check_options(path.name, options, TEXT_OPTIONS)
+    spec = read_spec(path / SPEC_FILE)
+    frames = read_frames(path, spec)
+    settings = {key: spec[key] for key in COLUMN_KEYS + LIST_KEYS + OTHER_KEYS if key in spec}
+    return Dataset.from_frames(
+        frames.pop("interactions"),
+        frames.pop("items", None),
+        **frames,
+        **settings,
+        features=features,
+        text_vectors=text_vectors,
+        name=path.name,
+        sources={_split(key): spec[key] for key in FILE_KEYS if key in spec},
+        **options,
+    )
+
+
+def _split(key: str) -> str:
+    return "train" if key == "interactions" else key
+
+
+def read_frames(folder: Path, spec: dict) -> dict[str, pd.DataFrame]:
+    """Each file ``spec`` names, read with its id columns as text, then ids made one type."""
+    user, item = spec.get("user", "user"), spec.get("item", "item")
+    item_id = spec.get("item_id", item)
+    ids = {"interactions": [user, item], "val": [user, item], "test": [user, item]}
+    ids.update({"items": [item_id], "vectors": [item_id]})
+    frames = {key: read_table(folder / spec[key], ids[key]) for key in FILE_KEYS if key in spec}
+    item_columns = [(key, item) for key in ("interactions", "val", "test") if key in frames]
+    item_columns += [(key, item_id) for key in ("items", "vectors") if key in frames]
+    user_columns = [(key, user) for key in ("interactions", "val", "test") if key in frames]
+    for columns in (item_columns, user_columns):
+        present = [(key, c) for key, c in columns if c in frames[key].columns]
+        if present and all(integer_like(frames[key][column]) for key, column in present):
+            for key, column in present:
+                frames[key][column] = frames[key][column].astype(np.int64)
+    return frames
+
+
+def integer_like(values: pd.Series) -> bool:
+    """Whether every (non-empty) text id is a plain integer (no sign of leading zeros)."""
+    if pd.api.types.is_integer_dtype(values):
+        return True
+    uniques = pd.Series(pd.unique(values.dropna()))
+    if uniques.empty or values.isna().any():
+        return False
+    return bool(uniques.astype(str).str.fullmatch(PLAIN_INTEGER).all())
+
+
+def read_table(path: Path, id_columns: list[str], separator: str | None = None) -> pd.DataFrame:
+    """A CSV, TSV or Parquet file as a frame, ``id_columns`` as text; a ``DataError`` naming
+    the file for anything unreadable."""
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return _read_parquet(path, id_columns)
+    separator = separator or SEPARATORS.get(suffix)
+    if separator is None:
+        raise DataError(f"{path}: unknown file type {suffix!r}; use .csv, .tsv or .parquet")
+    try:
+        frame = pd.read_csv(
+            path,
+            sep=separator,
+            dtype={column: str for column in id_columns},
+            encoding="utf-8-sig",
+            engine="c",
+            skipinitialspace=True,
+        )
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: empty file; expected a header line naming the columns") from None
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except (pd.errors.ParserError, ValueError) as error:
+        message = (
+            str(error).strip().splitlines()[-1].replace("Error tokenizing data. C error: ", "")
+        )
+        raise DataError(f"{path}: {message}") from None
+    if frame.empty:
+        raise DataError(f"{path}: no rows after the header")
+    frame.columns = [str(column).strip() for column in frame.columns]
+    return frame
+
+
+def _read_parquet(path: Path, id_columns: list[str]) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except ImportError:
+        raise DataError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow") from None
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
+        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
+    for column in id_columns:
+        if column in frame.columns and not pd.api.types.is_integer_dtype(frame[column]):
+            frame[column] = frame[column].astype(object).where(frame[column].notna())
+    return frame
