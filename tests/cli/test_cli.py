@@ -252,7 +252,7 @@ def test_tune_keeps_an_existing_preset_unless_forced(tmp_path, capsys):
 
 def test_every_train_option_has_a_description(capsys):
     with pytest.raises(SystemExit):
-        main(["train", "--help"])
+        main(["train", "--model", "clcrec", "--help"])
     text = capsys.readouterr().out
     assert "embedding size (default: 64)" in text
     assert "micro-batches per optimizer step" in text

@@ -21,6 +21,11 @@ def listed(text: str, flag: str) -> bool:
     return re.search(re.escape(flag) + r"(?![\w-])", text) is not None
 
 
+def option_names(text: str) -> set[str]:
+    """The options ``text`` lists (each option line's first flag), not those its words name."""
+    return {line.split()[0].rstrip(",") for line in text.splitlines() if line.startswith("  --")}
+
+
 def every_parser(parser: argparse.ArgumentParser):
     yield parser
     for action in parser._actions:
@@ -100,3 +105,36 @@ def test_defaults_are_written_as_a_user_writes_them(capsys, monkeypatch):
     text = help_of(capsys, monkeypatch, "train")
     assert "cut-offs for every metric (default: 10,20,50)" in text
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_train_lists_the_run_options_and_the_models_names_not_every_models_options(
+    capsys, monkeypatch
+):
+    text = help_of(capsys, monkeypatch, "train")
+    from coldbrew.registry import MODELS
+
+    models = text[text.index("\nmodels:\n") :]
+    assert "coldbrew train --model NAME --help lists a model's options" in models
+    for name in MODELS:
+        assert f"\n  {name} " in models, name
+    options = option_names(text)
+    for flag in ("--rank-weight", "--backbone", "--ridge-lambda", "--dim"):  # models' options
+        assert flag not in options, flag
+    assert {"--epochs", "--data"} <= options
+    assert len(text.splitlines()) < 130  # every model's options: 375
+
+
+def test_model_s_help_names_every_model(capsys, monkeypatch):
+    text = help_of(capsys, monkeypatch, "train")
+    line = next(line for line in text.splitlines() if line.startswith("  --model MODEL"))
+    assert "one of clcrec, lm, " in line and ", ridge," in line
+    assert "coldbrew train --model NAME --help lists its options" in line
+
+
+def test_a_closed_form_models_help_lists_only_the_options_it_accepts(capsys, monkeypatch):
+    text = help_of(capsys, monkeypatch, "train", "--model", "ridge")
+    options = option_names(text)
+    for flag in ("--epochs", "--lr", "--batch-size", "--optimizer", "--patience", "--l_r"):
+        assert flag not in options, flag
+    assert {"--ridge-lambda", "--data"} <= options
+    assert "ridge options" in text and "models:" not in text

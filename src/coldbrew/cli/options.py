@@ -49,6 +49,8 @@ def _add(
     parses the same, unlisted. An ``original`` flag is listed as the original spelled it
     (``--has_v``)."""
     help_text = spec.metadata.get("help", "")
+    if spec.name == "model":
+        help_text = model_help(parser.prog)
     if "(default" not in help_text:  # a help text that says its default keeps its own words
         help_text = f"{help_text} (default: {default})"
     options: dict = {"dest": spec.name, "default": argparse.SUPPRESS}
@@ -64,6 +66,37 @@ def _add(
         parser.add_argument(unlisted, help=argparse.SUPPRESS, **options)
 
 
+def model_help(prog: str) -> str:
+    """``--model``'s help: every model's name, and where its options are listed."""
+    from coldbrew.registry import MODELS
+
+    return f"one of {', '.join(MODELS)}; {prog} --model NAME --help lists its options"
+
+
+def list_models(parser: argparse.ArgumentParser) -> None:
+    """A "models" heading naming every model and what it is (their options are listed by
+    ``--model NAME --help``, not here: all of them made ``coldbrew train --help`` 426 lines)."""
+    from coldbrew.registry import MODELS
+
+    width = max(len(name) for name in MODELS) + 2
+    lines = [f"{name:{width}s}{spec.summary}" for name, spec in MODELS.items()]
+    parser.add_argument_group(
+        "models", f"{parser.prog} --model NAME --help lists a model's options\n" + "\n".join(lines)
+    )
+
+
+def hidden_run_options(model: str | None) -> set[str]:
+    """The run options ``model`` refuses (``coldbrew.config.unusable_options``): a model with
+    nothing to train takes no training option, and some ignore more."""
+    from coldbrew.config import TRAINING_OPTIONS
+    from coldbrew.registry import MODELS
+
+    if model is None:
+        return set()
+    spec = MODELS[model]
+    return set(spec.ignores) | (set() if spec.trains else set(TRAINING_OPTIONS))
+
+
 def add_config_options(
     parser: argparse.ArgumentParser,
     *,
@@ -75,8 +108,9 @@ def add_config_options(
     """A flag for every run option and (unless ``model_options`` is False: commands that
     train several models take run options alone) every model option.
 
-    The help lists the model the command line names (else ``default_model``, else every
-    model); the other models' flags still parse, to be refused by name. The original CLCRec's
+    The help lists the options of the model the command line names (else ``default_model``),
+    less the run options it refuses; with no model named, the run options and the models'
+    names. Every flag still parses, to be refused by name. The original CLCRec's
     flags (its spellings ``--l_r`` ..., ``--has_v`` ..., and those with no meaning here) are
     listed only with ``original_flags`` (``coldbrew train``) for CLCRec; elsewhere they parse
     unlisted. ``unlisted`` run options parse but are not listed (the leaderboard refuses
@@ -95,6 +129,7 @@ def add_config_options(
         else parser
     )
     defaults = TrainConfig()
+    refused = hidden_run_options(focus if model_options else None)
     for name, spec in FIELDS.items():
         default = _shown_default(getattr(defaults, name))
         per_model = [
@@ -108,13 +143,16 @@ def add_config_options(
         if name in ORIGINAL_FIELDS:
             _add(original, parser, spec, default, shown=list_original, original=True)
         else:
-            _add(run, parser, spec, "; ".join([default, *per_model]), name not in unlisted)
+            shown = name not in unlisted and name not in refused
+            _add(run, parser, spec, "; ".join([default, *per_model]), shown)
     added: set[str] = set(FIELDS)
     # the named model's options first, so its defaults are the ones shown
     order = sorted(MODELS, key=lambda name: name != focus) if model_options else []
+    if model_options and focus is None:
+        list_models(parser)
     for model in order:
         model_spec = MODELS[model]
-        shown = focus in (None, model)
+        shown = focus == model
         # another model's flags still parse (to be refused by name), under no heading
         group = (
             parser.add_argument_group(f"{model} options", model_spec.summary) if shown else parser

@@ -61,10 +61,14 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--trust-pickle", action="store_true", help="required: the source files are pickles"
     )
+    from coldbrew.cli.data_init import add_init_parser
+
+    add_init_parser(data)
 
     train = commands.add_parser(
         "train",
         help="train a model",
+        usage="coldbrew train [--model NAME] [--data DATA] [--out RUN_DIR] [OPTION ...]",
         description="Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json},\n"
         "TensorBoard event files and curves.png (loss terms and validation metrics by epoch).\n\n"
         + TRAIN_EXAMPLES,
@@ -274,6 +278,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_data(args: argparse.Namespace) -> int:
+    if args.data_command == "init":
+        from coldbrew.cli.data_init import run_init
+
+        return run_init(args)
     if args.data_command == "convert":
         from pathlib import Path
 
