@@ -1,6 +1,8 @@
 """Recommendations from a trained run: a user's top items (cold ones included), or the users
 most likely to want a new item described by its text (with its feature vector where the LM
-reads feature blocks) or, for CLCRec, its feature vector.
+reads feature blocks) or, for CLCRec and the zoo, its feature vector, or its text and the
+other blocks where the data has a sentence-encoded text block (``coldbrew.new_item``: the
+text encoded by the run's own encoder, as ``coldbrew serve`` encodes it).
 
     run = coldbrew.load_run("runs/ml1m")
     run.recommend(user=42, k=10)                          # items for user 42
@@ -13,7 +15,7 @@ the same from the command line.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ import torch
 
 from coldbrew.data.dataset import describe_layout
 from coldbrew.errors import ColdbrewError
+from coldbrew.new_item import ZERO_FEATURES
 
 
 @dataclass
@@ -32,6 +35,7 @@ class LoadedRun:
     dataset: object
     model: torch.nn.Module
     device: torch.device
+    texts: object = field(default=None, repr=False)  # the text block's encoder, once loaded
 
     def recommend(
         self,
@@ -44,14 +48,16 @@ class LoadedRun:
     ) -> list[dict]:
         """``user`` (its id in the data's own numbering): its top ``k`` items, training items
         left out. ``item_text`` and/or ``item_features`` (what the model reads: text for the
-        LM, with its feature blocks when it was trained with them; features for CLCRec): the
-        top ``k`` users for that new item. ``item_columns`` names the columns of the new item's
+        LM, with its feature blocks when it was trained with them; features for CLCRec and the
+        zoo, or the text and the other blocks where the data has a text block): the top ``k``
+        users for that new item. ``item_columns`` names the columns of the new item's
         vector that are 1 (e.g. its genres: ``["Action", "Sci-Fi"]``), the others 0, instead of
         a bare ``item_features``. Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        text_block = self.text_block() if item_text is not None else None
         if item_columns is not None:
             if item_features is not None:
                 raise ColdbrewError("give the new item's vector or its column names, not both")
-            item_features = self.named_vector(item_columns)
+            item_features = self.named_vector(item_columns, skip=text_block)
         new_item = item_text is not None or item_features is not None
         if (user is not None) == new_item:
             raise ColdbrewError("give either a user or a new item (its text and/or features)")
@@ -65,10 +71,41 @@ class LoadedRun:
             return self._items_for(int(user), k)
         if item_text is not None and not item_text.strip():
             raise ColdbrewError("item text is empty: give the new item's title, genres, plot ...")
-        if item_features is not None:
-            item_features = one_item_vector(item_features)
-            self._check_width(item_features.shape[1])
+        if item_features is not None:  # with a text in its block, zero others are no warning
+            item_features = one_item_vector(item_features, warn_zero=text_block is None)
+            self._check_width(item_features.shape[1], skip=text_block)
+        if text_block is not None:  # the text fills the data's text block, as the server does
+            item_features = self._with_text_block(item_text, item_features, text_block)
+            item_text = None
         return self._users_for(item_text, item_features, k)
+
+    def text_block(self) -> str | None:
+        """The data's block a new item's text fills (``coldbrew.new_item.text_block_of``):
+        ``"text"`` for CLCRec and the zoo on data with a sentence-encoded text block."""
+        from coldbrew.new_item import text_block_of
+
+        return text_block_of(self.model, self.dataset)
+
+    def _with_text_block(self, text: str, others: np.ndarray | None, text_block: str):
+        """The new item's full row: ``text`` encoded by the run's own sentence encoder (once
+        loaded, kept), the other blocks from ``others``."""
+        from coldbrew.new_item import (
+            TextBlockEncoder,
+            full_row,
+            item_blocks,
+            needs_other_blocks,
+            other_blocks,
+            text_encoder_identity,
+        )
+
+        blocks = item_blocks(self.dataset)
+        if others is None and other_blocks(blocks, text_block):
+            how = "give them with --item-genres NAMES (where every column is named) or "
+            how += "--item-vector FILE.npy (item_columns or item_features in Python)"
+            raise ColdbrewError(needs_other_blocks(blocks, text_block, how))
+        if self.texts is None:
+            self.texts = TextBlockEncoder(text_encoder_identity(self.config))
+        return full_row(blocks, text_block, self.texts.encode(text), others)
 
     def vector_layout(self) -> list[dict]:
         """The blocks of a new item's vector for this run's model, in order (see
@@ -78,19 +115,21 @@ class LoadedRun:
         read = getattr(self.model, "feature_widths", None)  # the lm's blocks
         return layout if read is None else [e for e in layout if e["block"] in read]
 
-    def _check_width(self, width: int) -> None:
-        layout = self.vector_layout()
+    def _check_width(self, width: int, skip: str | None = None) -> None:
+        layout = [entry for entry in self.vector_layout() if entry["block"] != skip]
         expected = sum(entry["width"] for entry in layout)
         if layout and width != expected:
+            besides = f" besides the {skip} block (the item's text fills it)" if skip else ""
             raise ColdbrewError(
-                f"the new item's vector has {width} columns; this run reads {expected}: "
-                f"{describe_layout(layout)}"
+                f"the new item's vector has {width} columns; this run reads {expected}"
+                f"{besides}: {describe_layout(layout)}"
             )
 
-    def named_vector(self, names: list[str]) -> np.ndarray:
+    def named_vector(self, names: list[str], skip: str | None = None) -> np.ndarray:
         """A new item's vector with the columns called ``names`` at 1 (any case), the rest 0;
-        every column must be named by the data (``Dataset.feature_columns``)."""
-        layout = self.vector_layout()
+        every column must be named by the data (``Dataset.feature_columns``). ``skip``: a
+        block left out (the text block, when the item's text fills it)."""
+        layout = [entry for entry in self.vector_layout() if entry["block"] != skip]
         unnamed = [entry["block"] for entry in layout if not entry.get("columns")]
         if unnamed or not layout:
             raise ColdbrewError(
@@ -193,8 +232,9 @@ def top_by_score_then_key(
     return values[:k], by_key[position[:k]]
 
 
-def one_item_vector(features: np.ndarray | torch.Tensor) -> np.ndarray:
-    """A new item's features as a finite float32 ``(1, width)`` array, or a one-line error."""
+def one_item_vector(features: np.ndarray | torch.Tensor, *, warn_zero: bool = True) -> np.ndarray:
+    """A new item's features as a finite float32 ``(1, width)`` array, or a one-line error;
+    all zeros are warned of (``ZERO_FEATURES``) unless ``warn_zero`` is False."""
     array = features.detach().cpu().numpy() if isinstance(features, torch.Tensor) else features
     array = np.asarray(array)
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
@@ -209,12 +249,13 @@ def one_item_vector(features: np.ndarray | torch.Tensor) -> np.ndarray:
         raise ColdbrewError(
             f"item features hold {bad} NaN or infinite value(s) of {array.size}: give finite numbers"
         )
-    if array.size and not array.any():
-        warnings.warn(
-            "the item's features are all zero: its users are ranked from no content at all",
-            stacklevel=4,
-        )
+    if warn_zero and is_all_zero(array):
+        warnings.warn(ZERO_FEATURES, stacklevel=4)
     return array
+
+
+def is_all_zero(array: np.ndarray) -> bool:
+    return bool(array.size) and not array.any()
 
 
 def internal_id(source_ids: np.ndarray | None, wanted: int, what: str, count: int) -> int:

@@ -109,6 +109,8 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
 
 
 BIG = "x" * 20_001
+F32 = [0.1] * 32  # a new item's vector of the right width
+ADD = {"features": F32, "add": True}
 
 
 @pytest.mark.parametrize(
@@ -143,6 +145,36 @@ BIG = "x" * 20_001
         ("GET", "/nowhere", None, 404, "Not Found"),
         ("DELETE", "/health", None, 405, "Method Not Allowed"),
         ("POST", "/reload", None, 401, "wrong or missing token"),
+        # strict types: no string, boolean or float for an integer
+        ("POST", "/items/score", {"features": F32, "k": "5"}, 422, 'k must be an integer, not "5"'),
+        (
+            "POST",
+            "/items/score",
+            {"features": F32, "k": True},
+            422,
+            "k must be an integer, not true",
+        ),
+        ("POST", "/items/score", {"features": F32, "k": 2.0}, 422, "k must be an integer, not 2.0"),
+        ("POST", "/items/score", {"features": [True] * 32}, 422, "features.0"),
+        ("GET", "/users/3/items?k=5_0", None, 422, "k must be an integer"),
+        ("GET", "/users/3/items?k=+5", None, 422, "k must be an integer"),
+        ("GET", "/users/+3/items", None, 422, "user must be an integer"),
+        # ids: the export's int64, and only for an item added
+        ("POST", "/items/score", {**ADD, "id": 2**64}, 422, "from 0 to 9223372036854775807"),
+        ("POST", "/items/score", {**ADD, "id": -1}, 422, "ids are int64"),
+        ("POST", "/items/score", {**ADD, "id": "7"}, 422, 'id must be an integer, not "7"'),
+        ("POST", "/items/score", {"features": F32, "id": 7}, 422, 'with "add": true'),
+        # unknown query parameters, on every route
+        ("GET", "/users/3/items?k=5&colour=red", None, 422, "unknown query parameter 'colour'"),
+        ("GET", "/health?verbose=1", None, 422, "GET /health takes no query parameters"),
+        ("GET", "/info?x=1", None, 422, "unknown query parameter 'x'"),
+        ("GET", "/items/added?x=1", None, 422, "unknown query parameter 'x'"),
+        ("POST", "/items/score?k=5", {"features": F32}, 422, "unknown query parameter 'k'"),
+        ("POST", "/reload?force=1", None, 422, "unknown query parameter 'force'"),
+        # a bad k, or an id taken, is named before the item's content is looked at
+        ("POST", "/items/score", {"features": [1.0], "k": 0}, 422, "k must be at least 1"),
+        ("POST", "/items/score", {"text": "a film", "k": 501}, 422, "more than the 500"),
+        ("POST", "/items/score", {"features": [1.0], "add": True, "id": 0}, 409, "already in"),
     ],
 )
 def test_bad_input_is_a_one_line_4xx(served, method, path, body, status, fragment):
@@ -189,3 +221,26 @@ def test_reload_without_a_token_is_off(run):
         assert answer.status_code == 403 and "SIGHUP" in answer.json()["error"]
         assert client.get("/docs").status_code == 200
         assert "/users/{user}/items" in client.get("/openapi.json").json()["paths"]
+
+
+def test_ids_stay_in_int64_added_items_are_counted_and_zero_features_warned(run):
+    with running_server(run) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
+        assert client.get("/health").json() == {
+            "status": "ok",
+            "users": 500,
+            "items": 300,
+            "added_items": 0,
+        }
+        answer = client.post("/items/score", json={**ADD, "id": 2**63 - 1, "k": 3})
+        assert answer.status_code == 200 and answer.json()["item"] == 2**63 - 1
+        assert "warnings" not in answer.json()
+        answer = client.post("/items/score", json={**ADD, "k": 3})  # no next id in int64
+        assert answer.status_code == 409, answer.text
+        assert 'give the new item an unused "id"' in answer.json()["error"]
+        assert client.post("/items/score", json={**ADD, "id": 300}).json()["item"] == 300
+        assert client.get("/health").json()["added_items"] == 2
+        answer = client.post("/items/score", json={"features": [0.0] * 32, "k": 3})
+        assert answer.status_code == 200
+        assert answer.json()["warnings"] == [
+            "the item's features are all zero: its users are ranked from no content at all"
+        ]

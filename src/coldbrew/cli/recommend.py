@@ -13,12 +13,16 @@ EXAMPLES = """Examples:
   coldbrew recommend --run runs/clcrec --item-vector new_item.npy --k 50 --json
   coldbrew recommend --run runs/genre-only --item-genres Action,Sci-Fi
   coldbrew recommend --run runs/lm --item-text "Heat (1995). ..." --item-vector genres.npy
+  coldbrew recommend --run runs/clcrec-text --item-text "Heat (1995). ..." --item-genres Action
 
 --user gives a user's top items (training items left out, cold items included). A new item
-gives the users most likely to want it: clcrec reads --item-vector (a .npy vector of the
-data's feature blocks, concatenated in order); lm reads --item-text, and --item-vector too
-when it was trained with feature blocks (the data's blocks other than its text vectors, e.g.
-ml-1m-coldstart's 19 genre flags; without them they count as zeros, with a warning).
+gives the users most likely to want it: clcrec and the zoo read --item-vector (a .npy vector
+of the data's feature blocks, concatenated in order); where the data has a text block
+(--features genre,text), they read --item-text too, encoded by the run's own text encoder as
+coldbrew serve encodes it, with the other blocks (--item-genres or --item-vector: e.g.
+ml-1m-coldstart's 19 genre flags). lm reads --item-text, and --item-vector too when it was
+trained with feature blocks (the data's blocks other than its text vectors; without them they
+count as zeros, with a warning).
 
 The vector's columns: `coldbrew data info DATA --features ...` lists them ("new item
 vector"), as do the run's config.yaml and results.json. MovieLens genre columns are sorted by

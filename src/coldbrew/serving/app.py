@@ -12,16 +12,17 @@ import hmac
 import json
 import logging
 import math
+import re
 from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.serving.catalogue import Catalogue, load_catalogue
+from coldbrew.serving.catalogue import MAX_ID, Catalogue, check_k, load_catalogue
 from coldbrew.serving.new_items import BadRequest
 
 LOGGER = logging.getLogger("coldbrew.serving")
@@ -29,14 +30,20 @@ MAX_BODY_BYTES = 1 << 20
 
 
 class NewItem(BaseModel):
-    """A new item: its text and/or feature blocks (see ``GET /info``'s ``new_items``)."""
+    """A new item: its text and/or feature blocks (see ``GET /info``'s ``new_items``). Strict:
+    no strings, booleans or floats for integers (``"k": "5"``, ``true``, ``2.0``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     text: str | None = Field(None, description="title, genres, plot ...")
     features: list[float] | None = Field(None, description="feature blocks, concatenated")
     k: int = Field(100, description="how many users to list")
-    add: StrictBool = Field(False, description="join the served catalogue")
-    id: int | None = Field(None, description="its id when added (default: the next free id)")
+    add: bool = Field(False, description="join the served catalogue")
+    id: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_ID,
+        description="its id when added (only with add: true; default: the next free id)",
+    )
 
 
 class Holder:
@@ -81,11 +88,13 @@ def json_response(payload) -> Response:
     return Response(json.dumps(payload, allow_nan=False), media_type="application/json")
 
 
+INTEGER = re.compile(r"-?[0-9]{1,30}")  # what int() reads but "+5", " 5", "5_0", "٥"
+
+
 def parse_k(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise BadRequest(f"k must be an integer, not {value[:40]!r}", 422) from None
+    if INTEGER.fullmatch(value) is None:
+        raise BadRequest(f"k must be an integer, not {value[:40]!r}", 422)
+    return int(value)
 
 
 ITEM_FIELDS = ("text",)  # what ?fields= may add to an item's rank, id, score, cold and title
@@ -118,10 +127,25 @@ def parse_fields(value: str) -> bool:
 
 
 def parse_user(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise BadRequest(f"user must be an integer id, not {value[:40]!r}", 422) from None
+    if INTEGER.fullmatch(value) is None:
+        raise BadRequest(f"user must be an integer id, not {value[:40]!r}", 422)
+    return int(value)
+
+
+def check_query(request: Request, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse a query parameter the route does not take (as unknown body fields are)."""
+    for name in request.query_params:
+        if name not in allowed:
+            takes = f"takes only {', '.join(allowed)}" if allowed else "takes no query parameters"
+            raise BadRequest(
+                f"unknown query parameter {name[:40]!r}: {request.method} "
+                f"{request.url.path[:60]} {takes}",
+                422,
+            )
+
+
+async def no_query(request: Request) -> None:
+    check_query(request)
 
 
 async def read_body(request: Request) -> bytes:
@@ -167,12 +191,19 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         LOGGER.exception("internal error on %s", request.url.path)
         return error(500, f"internal error ({type(exc).__name__}); the server log has details")
 
-    @app.get("/health", summary="liveness: ok when a catalogue is loaded")
+    strict = [Depends(no_query)]  # every route but the hot one: it checks by hand
+
+    @app.get("/health", summary="liveness: ok when a catalogue is loaded", dependencies=strict)
     async def health():
         summary = holder.catalogue.summary()
-        return {"status": "ok", "users": summary["users"], "items": summary["items"]}
+        counts = {name: summary[name] for name in ("users", "items", "added_items")}
+        return {"status": "ok", **counts}
 
-    @app.get("/info", summary="model, data, metrics, convention, versions, what is served")
+    @app.get(
+        "/info",
+        summary="model, data, metrics, convention, versions, what is served",
+        dependencies=strict,
+    )
     async def info():
         catalogue = holder.catalogue
         return json_response(
@@ -189,6 +220,7 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         # three of them cost as much CPU as the ranking on the hot path
         catalogue = holder.catalogue  # this request's snapshot, whatever a reload does
         query = request.query_params
+        check_query(request, ("k", "fields"))
         text = parse_fields(query.get("fields", ""))
         user, k = parse_user(request.path_params["user"]), parse_k(query.get("k", "20"))
         return Response(catalogue.items_json(user, k, text=text), media_type="application/json")
@@ -196,6 +228,7 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     @app.post(
         "/items/score",
         summary="the top users for a new item; with add=true it joins the catalogue",
+        dependencies=strict,
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -206,18 +239,29 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     def score_item(body: bytes = Depends(read_body)):
         request = parse_new_item(body)
         catalogue = holder.catalogue
+        # the cheap checks first: a bad k or id is named before the item is looked at
+        check_k(request.k, len(catalogue.users), "users")
+        if request.add:
+            catalogue.new_id(request.id)  # checked again when it is added
         vector = catalogue.new_item_vector(request.text, request.features)
         rows = catalogue.users_for(vector, request.k)
         answer = {"users": rows}
         if request.add:
             answer["item"] = catalogue.add(vector, request.text, request.features, request.id)
+        warnings = catalogue.new_item_warnings(request.text, request.features)
+        if warnings:
+            answer["warnings"] = warnings
         return json_response(answer)
 
-    @app.get("/items/added", summary="items added while serving")
+    @app.get("/items/added", summary="items added while serving", dependencies=strict)
     async def added():
         return [{"item": item.id, "text": item.text} for item in holder.catalogue.added]
 
-    @app.post("/reload", summary="load the run again (Authorization: Bearer TOKEN)")
+    @app.post(
+        "/reload",
+        summary="load the run again (Authorization: Bearer TOKEN)",
+        dependencies=strict,
+    )
     async def reload(request: Request):
         check_token(holder.token, request.headers.get("authorization"))
         try:
@@ -243,6 +287,10 @@ def parse_new_item(body: bytes) -> NewItem:
         item = NewItem.model_validate(payload)
     except ValidationError as exc:
         raise BadRequest(describe_validation(exc.errors()), 422) from None
+    if item.id is not None and not item.add:
+        raise BadRequest(
+            '"id" is the id an added item gets: send it with "add": true (or leave it out)', 422
+        )
     if item.features is not None and not all(math.isfinite(v) for v in item.features):
         bad = sum(not math.isfinite(v) for v in item.features)
         raise BadRequest(f"features hold {bad} NaN or infinite value(s): give finite numbers", 422)
@@ -253,7 +301,20 @@ def describe_validation(errors) -> str:
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    kind, given = first.get("type"), shown(first.get("input"))
+    if kind == "int_type":
+        return f"{where} must be an integer, not {given}{more}"
+    if where == "id" and kind in ("greater_than_equal", "less_than_equal"):
+        return f"id must be an integer from 0 to {MAX_ID} (ids are int64), not {given}{more}"
     return f"{where or 'request'}: {first.get('msg')}{more}"
+
+
+def shown(value) -> str:
+    """A request's value as JSON, cut to 40 characters."""
+    try:
+        return json.dumps(value)[:40]
+    except (TypeError, ValueError):
+        return repr(value)[:40]
 
 
 def check_token(token: str | None, header: str | None) -> None:

@@ -40,6 +40,7 @@ from coldbrew.serving.ranking import (
 )
 
 MAX_K = 10_000  # the longest list one request may ask for
+MAX_ID = 2**63 - 1  # ids are the export's int64
 TOP_CACHED = 100  # each user's best items kept at load: k <= 100 reads them
 CACHE_SCORES = 1 << 27  # ... scored exactly when users x items is at most this many scores
 # ... searched in the index when there are at most this many users: an HNSW search of 1M items
@@ -219,6 +220,10 @@ class Catalogue:
             raise BadRequest(self.encoder_error or "this server cannot score new items", 400)
         return self.encoder.vector(text, features)
 
+    def new_item_warnings(self, text: str | None, features: list | None) -> list[str]:
+        """What the answer for a scored new item warns of (its features all zero)."""
+        return [] if self.encoder is None else self.encoder.warnings(text, features)
+
     def users_for(self, vector: torch.Tensor, k: int) -> list[dict]:
         check_k(k, len(self.users), "users")
         scores = self.users @ vector  # (U,) as coldbrew.recommend ranks users
@@ -233,14 +238,26 @@ class Catalogue:
         self, vector: torch.Tensor, text: str | None, features: list | None, item_id: int | None
     ) -> int:
         with self.add_lock:
-            taken = self.known_items | {item.id for item in self.added}
-            if item_id is None:
-                item_id = max(taken, default=-1) + 1
-            elif item_id in taken:
-                raise BadRequest(f"item {item_id} is already in the catalogue", 409)
+            item_id = self.new_id(item_id)
             self.added.append(AddedItem(item_id, text, features, vector))
             self.added_vectors = torch.cat([self.added_vectors, vector[None]])  # (A + 1, D)
             return item_id
+
+    def new_id(self, item_id: int | None) -> int:
+        """The id an added item gets: ``item_id``, or the next after the largest taken; a 409
+        when it is taken or no next id fits the export's int64 ids."""
+        taken = self.known_items | {item.id for item in self.added}
+        if item_id is None:
+            item_id = max(taken, default=-1) + 1
+            if item_id > MAX_ID:
+                raise BadRequest(
+                    f"no automatic id is left: the largest id taken is {MAX_ID} (int64's "
+                    'largest); give the new item an unused "id"',
+                    409,
+                )
+        elif item_id in taken:
+            raise BadRequest(f"item {item_id} is already in the catalogue", 409)
+        return item_id
 
     def readd(self, items: list[AddedItem]) -> list[int]:
         """Items added to an older catalogue, encoded again by this one's model; the ids of

@@ -78,32 +78,27 @@ def dense_features(dataset) -> dict[str, np.ndarray]:
 
 def new_item_recipe(loaded) -> dict:
     """What a new item is scored from: ``{"reads": "text" | "features" | None, ...}`` with the
-    feature blocks (name, width, in order) the request's ``features`` concatenate."""
+    feature blocks (name, width, and the columns' names where the data names them, in order)
+    the request's ``features`` concatenate, and the block a text fills (``text_block``)."""
     from coldbrew.models.base import Recommender
+    from coldbrew.new_item import item_blocks, text_block_of
 
     model, dataset, config = loaded.model, loaded.dataset, loaded.config
     if type(model).encode_items is Recommender.encode_items:
         return {"reads": None, "why": f"{config.model} cannot score a new item from its content"}
-    dense = {name: block.shape[1] for name, block in dense_features(dataset).items()}
     if hasattr(model, "feature_widths"):  # the LM: text through its backbone, then its blocks
         blocks = [{"name": n, "width": w} for n, w in model.feature_widths.items()]
         return {"reads": "text", "feature_blocks": blocks, "text_block": None}
-    blocks = [{"name": name, "width": width} for name, width in dense.items()]
-    text_block = "text" if "text" in dense and dataset.item_text is not None else None
-    return {"reads": "features", "feature_blocks": blocks, "text_block": text_block}
-
-
-def text_encoder_identity(config) -> dict:
-    """The sentence encoder that made the data's ``text`` block (name, backbone, pooling ...)."""
-    from dataclasses import asdict
-
-    from coldbrew.data.sentence_models import sentence_model
-
-    model = sentence_model(config.text_encoder, progress=False)
-    return {"name": config.text_encoder, **asdict(model)}
+    blocks = item_blocks(dataset)
+    return {
+        "reads": "features",
+        "feature_blocks": blocks,
+        "text_block": text_block_of(model, dataset),
+    }
 
 
 def manifest_of(loaded, vectors: Vectors) -> dict:
+    from coldbrew.new_item import text_encoder_identity
     from coldbrew.serving.versions import serving_versions
 
     config, dataset = loaded.config, loaded.dataset

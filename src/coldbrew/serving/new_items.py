@@ -19,7 +19,14 @@ import numpy as np
 import torch
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.recommend import one_item_vector
+from coldbrew.new_item import (
+    ZERO_FEATURES,
+    TextBlockEncoder,
+    full_row,
+    needs_other_blocks,
+    other_blocks,
+)
+from coldbrew.recommend import is_all_zero, one_item_vector
 
 MAX_TEXT_CHARACTERS = 20_000
 
@@ -38,7 +45,8 @@ class NewItemEncoder:
     def __init__(self, model, recipe: dict, text_encoder: dict | None):
         self.model, self.recipe, self.text_encoder = model, recipe, text_encoder
         self.lock = threading.Lock()  # one encoding at a time: two would share 2 cores anyway
-        self.backbone = None
+        self.text_block = recipe.get("text_block")
+        self.texts = TextBlockEncoder(text_encoder) if self.text_block else None
 
     @property
     def blocks(self) -> list[dict]:
@@ -46,12 +54,13 @@ class NewItemEncoder:
 
     def warm_up(self) -> None:
         """Load the sentence encoder now, so the first request does not pay for it."""
-        if self.recipe.get("text_block") and self.backbone is None:
-            from coldbrew.data.text_backbone import load_backbone
+        if self.texts is not None:
+            self.texts.warm_up()
 
-            self.backbone = load_backbone(self.text_encoder["backbone"], "cpu", progress=False)
-
-    def vector(self, text: str | None, features: list | None) -> torch.Tensor:
+    def check(self, text: str | None, features: list | None) -> None:
+        """Refuse, before any encoding, a request this model cannot score: no model for new
+        items, text too long or empty, neither text nor features, or text without the other
+        blocks it needs (named)."""
         reads = self.recipe.get("reads")
         if reads is None:
             raise BadRequest(f"{self.recipe.get('why', 'this model cannot score a new item')}", 400)
@@ -64,9 +73,18 @@ class NewItemEncoder:
                 raise BadRequest("text is empty: give the new item's title, genres, plot ...", 422)
         if text is None and features is None:
             raise BadRequest("give the new item's text and/or features", 422)
+        if reads == "features" and text is not None and features is None and self.text_block:
+            others = other_blocks(self.blocks, self.text_block)
+            if others:
+                width = sum(block["width"] for block in others)
+                how = f'give "features": their {width} values, in this order'
+                raise BadRequest(needs_other_blocks(self.blocks, self.text_block, how), 422)
+
+    def vector(self, text: str | None, features: list | None) -> torch.Tensor:
+        self.check(text, features)
         array = None if features is None else self._features(features)
         with self.lock, torch.no_grad():
-            if reads == "text":
+            if self.recipe["reads"] == "text":
                 return self._from_text(text, array)
             full = array is not None and array.shape[1] == self._width(None)
             if text is not None and not full:  # the text fills the text block
@@ -76,9 +94,21 @@ class NewItemEncoder:
             vector = self.model.encode_items(features=torch.as_tensor(array))
             return vector.reshape(-1).float().cpu()
 
+    def warnings(self, text: str | None, features: list | None) -> list[str]:
+        """What the answer for a scored item warns of: its features all zero when they are
+        all it is scored from (no text read beside them)."""
+        if features is None or not is_all_zero(np.asarray(features, dtype=np.float64)):
+            return []
+        if text is not None and self.recipe.get("reads") == "text":
+            return []  # the LM reads the text, and the blocks beside it
+        if text is not None and self.text_block and len(features) != self._width(None):
+            return []  # the text fills its block
+        return [ZERO_FEATURES]
+
     def _features(self, features: list) -> np.ndarray:
         try:
-            return one_item_vector(np.asarray(features, dtype=np.float64))
+            # all zeros: said in the answer (``warnings``), not in the server's log
+            return one_item_vector(np.asarray(features, dtype=np.float64), warn_zero=False)
         except (ValueError, TypeError):
             raise BadRequest("features must be a flat list of numbers", 422) from None
         except ColdbrewError as error:
@@ -105,43 +135,16 @@ class NewItemEncoder:
 
     def _with_text_block(self, text: str, array: np.ndarray | None) -> np.ndarray:
         """The full feature row: the other blocks from ``array``, the text block encoded."""
-        text_block = self.recipe.get("text_block")
-        if text_block is None:
+        if self.text_block is None:
             raise BadRequest(
                 'this model reads no text: give the new item\'s feature vector ("features": '
                 f"{self._width_message(array, None).split('expected ')[1]})",
                 422,
             )
         others = 0 if array is None else array.shape[1]
-        if others != self._width(text_block):
-            raise BadRequest(self._width_message(array, text_block), 422)
-        encoded = self._encode_text(text)  # (1, width)
-        parts, used = [], 0
-        for block in self.blocks:
-            if block["name"] == text_block:
-                parts.append(encoded)
-            else:
-                parts.append(array[:, used : used + block["width"]])
-                used += block["width"]
-        return np.concatenate(parts, axis=1).astype(np.float32)
-
-    def _encode_text(self, text: str) -> np.ndarray:
-        from coldbrew.data.text_encoder import encode_texts
-
-        self.warm_up()
-        identity = self.text_encoder
-        encoded = encode_texts(
-            [text],
-            backbone=identity["backbone"],
-            pooling=identity["pooling"],
-            normalize=identity["normalize"],
-            max_length=identity["max_length"],
-            cache=None,
-            progress=False,
-            device="cpu",
-            loaded=lambda: self.backbone,
-        )
-        return encoded.numpy()
+        if others != self._width(self.text_block):
+            raise BadRequest(self._width_message(array, self.text_block), 422)
+        return full_row(self.blocks, self.text_block, self.texts.encode(text), array)
 
 
 def model_from_export(folder: Path, manifest: dict):
