@@ -61,6 +61,9 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--trust-pickle", action="store_true", help="required: the source files are pickles"
     )
+    from coldbrew.cli.data_init import add_init_parser
+
+    add_init_parser(data)
 
     train = commands.add_parser(
         "train",
@@ -275,6 +278,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_data(args: argparse.Namespace) -> int:
+    if args.data_command == "init":
+        from coldbrew.cli.data_init import run_init
+
+        return run_init(args)
     if args.data_command == "convert":
         from pathlib import Path
 

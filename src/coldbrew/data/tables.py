@@ -88,12 +88,16 @@ def from_frames(
     where.update(sources or {})
     frames = {"train": interactions, "val": val, "test": test}
     frames = {split: frame for split, frame in frames.items() if frame is not None}
-    columns = [user, item] + [c for c in (rating, timestamp) if c]
-    for split, frame in frames.items():
-        check_columns(frame, columns, where[split])
+    for split, frame in frames.items():  # a cold file may lack the rating and the time
+        check_columns(frame, [user, item], where[split])
+    check_columns(interactions, [c for c in (rating, timestamp) if c], where["train"])
     item_id = item_id or item
     if items is not None:
         check_columns(items, [item_id], where["items"])
+    for split, frame in frames.items():
+        notes.append(f"{where[split]}: {len(frame):,} row(s) read")
+    if items is not None:
+        notes.append(f"{where['items']}: {len(items):,} item(s) read")
     frames = {
         split: _kept_ratings(frame, rating, min_rating, where[split], notes)
         for split, frame in frames.items()
@@ -255,8 +259,8 @@ def _item_codes(values, item_index, missing_items, where, notes) -> np.ndarray:
 
 def _kept_ratings(frame, rating, min_rating, where, notes) -> pd.DataFrame:
     """``frame`` with a numeric rating column checked, and rows below ``min_rating`` dropped."""
-    if rating is None:
-        if min_rating is not None:
+    if rating is None or rating not in frame.columns:
+        if min_rating is not None and rating is None:
             raise DataError(f"{where}: min_rating needs a rating column; name it (rating: ...)")
         return frame
     values = pd.to_numeric(frame[rating], errors="coerce")
@@ -325,7 +329,10 @@ def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None
         return None
     seconds = []
     for split, frame in frames.items():
-        seconds.append(timestamps(frame[timestamp], where[split]))
+        if timestamp in frame.columns:
+            seconds.append(timestamps(frame[timestamp], where[split]))
+        else:
+            seconds.append(np.full(len(frame), np.nan))
     first = pd.Series(np.concatenate(seconds)).groupby(np.concatenate(list(codes.values()))).min()
     out = np.full(num_items, np.nan)
     out[first.index.to_numpy()] = first.to_numpy()
