@@ -51,24 +51,20 @@ class DataCache:
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
-        self.cut: dict[tuple, Any] = {}
 
     def __call__(self, config: TrainConfig) -> Any:
         from coldbrew.registry import model_spec
-        from coldbrew.tasks import load_data, select_and_report
+        from coldbrew.training.run import load_run_dataset
 
         options = config.model_options
         spec = model_spec(config.model)
         key = (spec.task, config.data, str(config.resolved_features()), config.trust_pickle)
         key += (spec.reads_text_vectors,)
         key += (config.seed, getattr(options, "series", None), config.text_encoder)
+        key += (config.report_share, config.selection_seed)
         if key not in self.loaded:
-            self.loaded[key] = load_data(spec.task, config, select=False)
-        cut = (config.report_share, config.selection_seed, config.cold_split)
-        cut += (config.folds, config.fold, config.fold_seed)
-        if (key, cut) not in self.cut:
-            self.cut[key, cut] = select_and_report(self.loaded[key], config)
-        return self.cut[key, cut]
+            self.loaded[key] = load_run_dataset(config)
+        return self.loaded[key]
 
 
 class PruningHook:
