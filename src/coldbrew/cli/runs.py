@@ -172,10 +172,48 @@ def train_config(args: argparse.Namespace):
     flags = config_flags(args)
     preset = load_yaml(args.config) if args.config else {}
     if args.resume:  # the run keeps its own settings; flags given now (e.g. --epochs) go on top
-        return resume_config(args.resume, preset, Flags(flags))
+        config = resume_config(args.resume, preset, Flags(flags))
+        refuse_finished_run(args.resume, config, flags)
+        return config
     config = make_config(preset, Flags(flags))
     check_usable_options(config, flags)
     return config
+
+
+# the options that let a finished run train on (resume_config allows each to change)
+STOPPING_OPTIONS = ("epochs", "patience", "min_gain", "time_budget")
+
+
+def refuse_finished_run(run_dir: str, config, given: dict) -> None:
+    """``--resume`` of a run that finished (its results.json written), with nothing that lets
+    it train on: refused, naming what would (it used to say "resuming", train nothing and
+    exit 0). A multi-seed run's own results are left to its seeds (finished ones are skipped)."""
+    from pathlib import Path
+
+    from coldbrew.config import canonical_key
+
+    try:
+        results = json.loads((Path(run_dir) / "results.json").read_text())
+        done, stopped = int(results["epochs_run"]), results.get("stopped", "max_epochs")
+    except (OSError, ValueError, KeyError, TypeError):  # unfinished, or a multi-seed run's
+        return
+    if stopped == "max_epochs":
+        if config.epochs > done:
+            return
+        raise ColdbrewError(
+            f"{run_dir} finished its {done} epochs; give --epochs M > {done} to continue it "
+            f"(e.g. --resume {run_dir} --epochs {done + 10})"
+        )
+    if any(canonical_key(key) in STOPPING_OPTIONS for key in given):
+        return  # the stopping rule decides with the new settings
+    why = {
+        "early_stop": f"early stop: {config.patience} evaluations without a gain",
+        "time_budget": f"its --time-budget of {config.time_budget}s spent",
+    }.get(stopped, stopped.replace("_", " "))
+    raise ColdbrewError(
+        f"{run_dir} finished: it stopped after epoch {done} ({why}); give a larger --patience "
+        f"or --time-budget (and --epochs) to continue it, or start a new run with --out"
+    )
 
 
 def launch_with_torchrun(args: argparse.Namespace) -> int:

@@ -1,0 +1,52 @@
+"""Messages that used to mislead: each names the cause and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coldbrew.cli import build_parser, main
+from coldbrew.cli.runs import train_config
+from coldbrew.config import config_yaml, make_config
+
+
+def finished_run(folder, *, epochs: int = 2, stopped: str = "max_epochs", done: int = 2):
+    """A run directory as ``train`` leaves it once finished (no checkpoint needed here)."""
+    folder.mkdir()
+    config = make_config({"data": "synthetic:small", "epochs": epochs})
+    (folder / "config.yaml").write_text(config_yaml(config))
+    (folder / "results.json").write_text(json.dumps({"epochs_run": done, "stopped": stopped}))
+    return folder
+
+
+def test_resuming_a_finished_run_is_refused_with_the_epochs_to_give(tmp_path, capsys):
+    run = finished_run(tmp_path / "run")
+    assert main(["train", "--resume", str(run)]) == 2
+    out, error = capsys.readouterr()
+    assert f"{run} finished its 2 epochs; give --epochs M > 2 to continue it" in error
+    assert "resuming" not in out
+    args = build_parser().parse_args(["train", "--resume", str(run), "--epochs", "5"])
+    assert train_config(args).epochs == 5  # more epochs: it continues
+
+
+def test_resuming_a_run_its_stopping_rule_ended_names_the_rule(tmp_path, capsys):
+    run = finished_run(tmp_path / "run", epochs=30, stopped="early_stop", done=9)
+    assert main(["train", "--resume", str(run)]) == 2
+    error = capsys.readouterr().err
+    assert "stopped after epoch 9 (early stop: 4 evaluations without a gain)" in error
+    assert "give a larger --patience" in error
+    args = build_parser().parse_args(["train", "--resume", str(run), "--patience", "20"])
+    assert train_config(args).patience == 20  # the stopping rule decides with it
+
+
+def test_an_unfinished_run_resumes(tmp_path):
+    run = finished_run(tmp_path / "run")
+    (run / "results.json").unlink()
+    args = build_parser().parse_args(["train", "--resume", str(run)])
+    assert train_config(args).epochs == 2
+
+
+@pytest.fixture(autouse=True)
+def _no_threads_sample(monkeypatch):
+    monkeypatch.setenv("COLDBREW_THREADS", "1")
