@@ -41,8 +41,10 @@ def select_and_report(data: Any, config: Any) -> Any:
 
     if not isinstance(data, Dataset):
         return data
+    from coldbrew.data.cold_split import apply_cold_split
     from coldbrew.data.selection import carve_report
 
+    data = apply_cold_split(data, config.cold_split, config.selection_seed)  # before any cut
     return carve_report(data, config.report_share, config.selection_seed)
 
 
