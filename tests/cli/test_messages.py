@@ -50,3 +50,31 @@ def test_an_unfinished_run_resumes(tmp_path):
 @pytest.fixture(autouse=True)
 def _no_threads_sample(monkeypatch):
     monkeypatch.setenv("COLDBREW_THREADS", "1")
+
+
+def test_evaluating_on_data_of_another_layout_names_the_block_not_torchs_shapes(tmp_path, capsys):
+    run = finished_run(tmp_path / "run")
+    (run / "best.pt").write_bytes(b"")  # the layout is refused before the checkpoint is read
+    summary = {"name": "synthetic", "features": {"content": [300, 31]}}
+    (run / "results.json").write_text(json.dumps({"epochs_run": 2, "dataset": summary}))
+    assert main(["evaluate", "--run", str(run)]) == 2
+    error = capsys.readouterr().err
+    assert "content: 32 columns here against 31 columns in the run" in error
+    assert "size mismatch" not in error and "give data with the run's blocks" in error
+
+
+def test_a_layout_difference_names_the_columns_missing_and_new(tmp_path):
+    from coldbrew.training.run_layout import layout_differences
+
+    genres = [f"g{i}" for i in range(18)]
+    saved = {"features": {"genre": [9, 19]}, "feature_columns": {"genre": [*genres, "IMAX"]}}
+    (tmp_path / "results.json").write_text(json.dumps({"dataset": saved}))
+
+    class Data:
+        name = "other"
+
+        def summary(self):
+            return {"features": {"genre": [5, 18]}, "feature_columns": {"genre": genres}}
+
+    found = layout_differences(tmp_path, Data())
+    assert found == ["genre: 18 columns here against 19 columns in the run; missing here: IMAX"]

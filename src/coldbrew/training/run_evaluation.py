@@ -14,6 +14,7 @@ from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
 from coldbrew.training.checkpoint import BEST, load_checkpoint
 from coldbrew.training.run import CONFIG, load_run_dataset, write_json
+from coldbrew.training.run_layout import check_run_layout
 
 
 def load_model_state(model, state: dict, dataset_name: str) -> None:
@@ -69,6 +70,8 @@ def load_best_model(
     from coldbrew.tasks import select_and_report
 
     dataset = select_and_report(load_run_dataset(config), config)  # as the run cut it
+    if "features" not in model_spec(config.model).ignores:  # a blend's data is its runs'
+        check_run_layout(run_dir, dataset)  # a block's width, not torch's size mismatch
     target = resolve_device(config.device)
     model = build_model(config.model, dataset, config)
     load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)

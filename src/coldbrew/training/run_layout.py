@@ -1,0 +1,77 @@
+"""Whether data has the feature layout a run was trained on, said block by block.
+
+A checkpoint's content encoder is as wide as the blocks it was trained on: evaluated on data
+whose genre block has 18 columns instead of 19, torch answers "size mismatch for
+encoder.layer1.weight ... [256, 403] ... [256, 402]", which names neither the block nor the
+fix. ``check_run_layout`` compares the run's saved layout (``results.json``'s dataset summary)
+with the data before any state is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from coldbrew.errors import DataError
+
+
+def saved_layout(run_dir: Path) -> tuple[dict, dict] | None:
+    """``(features, feature_columns)`` of the data RUN_DIR was trained on, from its
+    ``results.json`` (None for a run without one: unfinished, or a multi-seed run's)."""
+    try:
+        summary = json.loads((run_dir / "results.json").read_text())["dataset"]
+        return dict(summary["features"]), dict(summary.get("feature_columns") or {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def width(shape) -> str:
+    """A block's width as a summary gives it: ``[items, 19]`` -> ``19 columns``; a bag of
+    words ``words:N`` -> ``a vocabulary of N words``."""
+    if isinstance(shape, list) and len(shape) == 2:
+        return f"{shape[1]} columns"
+    if isinstance(shape, str) and shape.startswith("words:"):
+        return f"a vocabulary of {shape.partition(':')[2]} words"
+    return str(shape)
+
+
+def layout_differences(run_dir: Path, dataset) -> list[str]:
+    """One phrase per block whose width differs between the run's data and ``dataset``
+    (``genre: 18 columns here against 19 columns in the run; missing here: IMAX``); [] when they agree
+    or the run saved no layout."""
+    saved = saved_layout(run_dir)
+    if saved is None:
+        return []
+    features, columns = saved
+    summary = dataset.summary()
+    now, now_columns = summary.get("features", {}), summary.get("feature_columns", {})
+    differences = []
+    for block, shape in features.items():
+        if block not in now:
+            differences.append(f"{block}: the run read {width(shape)}, this data has no {block}")
+            continue
+        if width(now[block]) == width(shape):
+            continue
+        phrase = f"{block}: {width(now[block])} here against {width(shape)} in the run"
+        before, after = columns.get(block), now_columns.get(block)
+        if before and after:
+            missing = [name for name in before if name not in after]
+            extra = [name for name in after if name not in before]
+            if missing:
+                phrase += f"; missing here: {', '.join(missing[:5])}"
+            if extra:
+                phrase += f"; new here: {', '.join(extra[:5])}"
+        differences.append(phrase)
+    return differences
+
+
+def check_run_layout(run_dir: Path, dataset) -> None:
+    """Refuse, naming each block whose width differs, data whose feature layout is not the
+    one ``run_dir`` was trained on (before the checkpoint is loaded)."""
+    differences = layout_differences(Path(run_dir), dataset)
+    if differences:
+        raise DataError(
+            f"{dataset.name} does not have the feature layout {run_dir} was trained on "
+            f"({'; '.join(differences)}): give data with the run's blocks and columns, or "
+            f"train a run on {dataset.name}"
+        )
