@@ -41,7 +41,7 @@ def test_the_chosen_weights_are_the_grid_point_with_the_best_val_cold_recall(two
     # first best one in grid order, and its score is that point's
     dataset = load_run_dataset(make_config(BLENDED))
     components = [run_vectors(run, dataset) for run in two_runs]
-    weights, score = choose_weights(dataset, components, "all", log=quiet)
+    weights, score = choose_weights([(dataset, components)], "all", log=quiet)
     scores = {}
     for point in weight_grid(2):
         vectors = blended(components, list(point))
@@ -62,7 +62,7 @@ def test_the_joint_objective_chooses_the_best_geometric_mean_of_both_conventions
     dataset = load_run_dataset(make_config(BLENDED))
     components = [run_vectors(run, dataset) for run in two_runs]
     lines = []
-    weights, score = choose_weights(dataset, components, "all", objective="joint", log=lines.append)
+    weights, score = choose_weights([(dataset, components)], "all", objective="joint", log=lines.append)
     joint = {}
     for point in weight_grid(2):
         vectors = blended(components, list(point))

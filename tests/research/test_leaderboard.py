@@ -244,7 +244,8 @@ def test_models_share_one_load_per_seed_and_encoder(monkeypatch):
 
     loads = []
     monkeypatch.setattr(
-        "coldbrew.training.run.load_run_dataset", lambda config: loads.append(config) or object()
+        "coldbrew.tasks.load_data",
+        lambda task, config, select: loads.append(config) or object(),
     )
     cache = search.DataCache()
     first = cache(make_config({**TINY, "model": "clcrec", "seed": 1}))

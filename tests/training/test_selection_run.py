@@ -73,5 +73,5 @@ def test_blend_weights_are_chosen_without_the_report_half(datasets):
         )
         for _ in range(2)
     ]
-    chosen = [choose_weights(data, components, "all", log=lambda _: None) for data in datasets]
+    chosen = [choose_weights([(data, components)], "all", log=lambda _: None) for data in datasets]
     assert chosen[0] == chosen[1]

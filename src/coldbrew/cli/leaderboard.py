@@ -65,8 +65,11 @@ def add_parser(commands) -> None:
         "default 1, or the --config's)",
     )
     board.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    board.add_argument(
+        "--wide", action="store_true", help="print every column (each metric, group and split)"
+    )
     board.add_argument("--no-plot", dest="plot", action="store_false", help="no leaderboard.png")
-    add_config_options(board, model_options=False, unlisted=("model", "seed"))
+    add_config_options(board, model_options=False, unlisted=("model", "seed", "fold"))
 
 
 def add_blend_parser(commands) -> None:
@@ -136,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
     for refused in ("model", "seed"):
         if refused in flags:
             raise ColdbrewError(f"give --{refused}s LIST to the leaderboard, not --{refused}")
+    if "fold" in flags:
+        raise ColdbrewError("the leaderboard trains every fold: give --folds K, not --fold")
     preset = load_yaml(args.config) if args.config else {}
     named = board_preset(preset)  # flags win over the preset's leaderboard: section
     models = args.models or named.get("models")
@@ -166,5 +171,5 @@ def run(args: argparse.Namespace) -> int:
 
         print((Path(args.out) / LEADERBOARD_MD).read_text(), end="")
     else:
-        print(board["table"])
+        print(board["wide_table"] if args.wide else board["table"])
     return 0

@@ -87,6 +87,8 @@ def carve_report(
     from coldbrew.data.dataset import check_seed
 
     share, seed = check_share(share), check_seed(seed)
+    if dataset.cross_validation is not None:
+        raise DataError(f"{dataset.name} is a fold of a cross-validation: no halves are cut")
     if dataset.selection is not None:
         done = (dataset.selection["report_share"], dataset.selection["selection_seed"])
         if done == (share, seed):

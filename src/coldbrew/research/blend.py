@@ -61,8 +61,7 @@ def val_cold(dataset, vectors, cold_candidates: str) -> dict[str, float]:
 
 
 def choose_weights(
-    dataset,
-    components: Sequence,
+    sets: Sequence[tuple],
     cold_candidates: str,
     *,
     objective: str = "monitored",
@@ -70,24 +69,32 @@ def choose_weights(
 ) -> tuple[list[float], float]:
     """``(weights, value)`` of the best grid point: its val cold recall@20 under
     ``cold_candidates`` (``objective="monitored"``), or the geometric mean of both conventions'
-    (``"joint"``)."""
+    (``"joint"``). ``sets`` holds ``(dataset, components)`` pairs, one per validation split the
+    weights are chosen on (one, or each fold of a cross-validation and seed): a grid point's
+    value is its mean over them."""
+    from coldbrew.evaluation.plan import COLD_CANDIDATES
     from coldbrew.models.blend import blended
-    from coldbrew.research.leaderboard import CONVENTIONS
     from coldbrew.research.search import joint_value
 
     check_objective(objective)
-    conventions = [cold_candidates] if objective == "monitored" else list(CONVENTIONS)
+    conventions = [cold_candidates] if objective == "monitored" else list(COLD_CANDIDATES)
     best, best_score = None, -1.0
-    for weights in weight_grid(len(components)):
-        vectors = blended(list(components), list(weights))
-        cold = {convention: val_cold(dataset, vectors, convention) for convention in conventions}
-        values = {convention: {"val": cold[convention][SELECTION_METRIC]} for convention in cold}
+    for weights in weight_grid(len(sets[0][1])):
+        cold = {convention: [] for convention in conventions}
+        for dataset, components in sets:
+            vectors = blended(list(components), list(weights))
+            for convention in conventions:
+                cold[convention].append(val_cold(dataset, vectors, convention))
+        values = {
+            convention: {"val": sum(m[SELECTION_METRIC] for m in each) / len(each)}
+            for convention, each in cold.items()
+        }
         score = (
             joint_value(values, "val") if objective == "joint" else values[cold_candidates]["val"]
         )
         if score > best_score:
             best, best_score, chosen = list(weights), score, values
-            signal = cold[conventions[0]]["cold_signal"]
+            signal = all(m["cold_signal"] for m in cold[conventions[0]])
     note = "" if signal else " (no cold signal: every cold item scores the same)"
     if objective == "joint":
         each = ", ".join(f"{name} {value['val']:.4f}" for name, value in chosen.items())
@@ -141,13 +148,17 @@ def blend(
     overrides: dict | None = None,
     log: Callable[[str], None] = print,
     resume: bool = False,
+    chosen_by: str | None = None,
+    load_data: Callable | None = None,
 ) -> dict:
     """Choose the weights (unless given) by ``objective``, train the blend run in ``out``; its
     results.
 
     ``objective="joint"`` is refused beside ``weights`` (nothing is chosen). ``out`` must be
     new, checked before the weight search; with ``resume``, an unfinished blend in ``out``
-    (interrupted before its results were written) is finished instead."""
+    (interrupted before its results were written) is finished instead. ``chosen_by`` records
+    how given ``weights`` were chosen elsewhere (``coldbrew.research.cross_validation``);
+    ``load_data(config)`` returns the data from a cache shared by many blends."""
     from coldbrew.training.blend import check_runs, run_vectors
     from coldbrew.training.run import CONFIG, load_run_dataset, train
     from coldbrew.training.run_dir import check_new_run_dir
@@ -161,15 +172,15 @@ def blend(
     resume = resume and (out / CONFIG).exists()
     if not resume:
         check_new_run_dir(out)
-    config = blend_config(runs, weights or [1.0] * len(runs), overrides or {})
+    config = blend_config(runs, weights or [1.0] * len(runs), overrides or {}, chosen_by)
     from coldbrew.system.runtime import resolve_device
 
     resolve_device(config.device)  # an unavailable device is refused before the weight search
-    dataset = load_run_dataset(config)
+    dataset = load_data(config) if load_data is not None else load_run_dataset(config)
     if weights is None:
         components = [run_vectors(run, dataset, config.seed) for run in runs]
         chosen, _ = choose_weights(
-            dataset, components, config.cold_candidates, objective=objective, log=log
+            [(dataset, components)], config.cold_candidates, objective=objective, log=log
         )
         config = blend_config(runs, chosen, overrides or {}, objective)
     return train(config, out, dataset=dataset, resume=resume)

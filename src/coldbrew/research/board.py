@@ -48,8 +48,9 @@ def no_cold_signal(runs: Sequence[dict], split: str) -> bool:
     return any(flag == 0.0 for flag in flags)
 
 
-def convention_metrics(seed_run: Path, convention: str) -> dict:
-    """A seed's best checkpoint scored under ``convention`` (read back when already written)."""
+def convention_metrics(seed_run: Path, convention: str, load_data=None) -> dict:
+    """A seed's best checkpoint scored under ``convention`` (read back when already written);
+    ``load_data(config)``: its data from a cache shared by the board's runs."""
     from coldbrew.training.run_evaluation import evaluate_run
 
     path = seed_run / f"evaluation-{convention}.json"
@@ -57,17 +58,23 @@ def convention_metrics(seed_run: Path, convention: str) -> dict:
         saved = json.loads(path.read_text())
         if saved.get("cold_candidates") == convention:
             return saved["metrics"]
-    return evaluate_run(seed_run, cold_candidates=convention, output=path.name)["metrics"]
+    options = {"cold_candidates": convention, "output": path.name, "load_data": load_data}
+    return evaluate_run(seed_run, **options)["metrics"]
 
 
-def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) -> dict:
+def model_row(
+    model: str, trained: dict, out: Path, conventions: Sequence[str], load_data=None
+) -> dict:
     """``{"model", "one_list", "seeds", "wall_seconds", "metrics": {convention: {split: {group:
     {metric: mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds
     (``one_list``: the model gives every user the same ranking)."""
     results = trained[model]
     seeds = results["seeds"]
     per_seed = {
-        convention: [convention_metrics(out / model / f"seed-{seed}", convention) for seed in seeds]
+        convention: [
+            convention_metrics(out / model / f"seed-{seed}", convention, load_data)
+            for seed in seeds
+        ]
         for convention in conventions
     }
     metrics: dict = {}
@@ -85,6 +92,7 @@ def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) 
                     cell = metrics.setdefault(convention, {}).setdefault(split, {})
                     cell.setdefault(group, {})[name] = mean_std(values)
     wall = mean_std(seed_seconds(model, trained))
+    summary = results.get("dataset") or next(iter(results["per_seed"].values())).get("dataset")
     return {
         "model": model,
         "one_list": model in MODELS and not MODELS[model].personalised,
@@ -92,7 +100,23 @@ def model_row(model: str, trained: dict, out: Path, conventions: Sequence[str]) 
         "wall_seconds": wall,
         "metrics": metrics,
         "no_cold_signal": flagged,
+        "candidates": candidate_counts(
+            summary or {}, conventions, list(per_seed[conventions[0]][0])
+        ),
     }
+
+
+def candidate_counts(summary: dict, conventions: Sequence[str], splits: Sequence[str]) -> dict:
+    """``{convention: {split: the cold items its users rank}}`` from a run's dataset summary:
+    every cold item (``all``), or the split's own (``split``). A Recall@K over no more items
+    than K is 1 whatever the model: tables mark such columns."""
+    counts = {}
+    for convention in conventions:
+        for split in splits:
+            own = summary.get(f"{split}_cold", {}).get("items")
+            count = summary.get("cold_items") if convention == "all" else own
+            counts.setdefault(convention, {})[split] = count
+    return counts
 
 
 def shown(split: str) -> str:

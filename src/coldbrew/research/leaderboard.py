@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coldbrew.config import TrainConfig, make_config
+from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.blend_names import (
     PREFIX,
@@ -38,6 +38,7 @@ from coldbrew.research.blend_names import (
     parse_blend,
 )
 from coldbrew.research.board import format_board, model_row, plot_board, table_cells
+from coldbrew.research.model_runs import check_same_settings, train_model
 
 CONVENTIONS = ("all", "split")
 LEADERBOARD_JSON, LEADERBOARD_MD, LEADERBOARD_PNG = (
@@ -120,25 +121,6 @@ def check_layers(base_layers: Sequence[dict], models: Sequence[str]) -> None:
         make_config(*base_layers, {"model": model})
 
 
-def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
-    """A model's run from an earlier leaderboard call must have been trained as asked now."""
-    from coldbrew.config import load_saved_config, unusable_options
-    from coldbrew.research.search import STUDY_BUDGET
-    from coldbrew.training.run import CONFIG, RESUMABLE_OVERRIDES, flat_settings
-
-    saved = flat_settings(make_config(load_saved_config(run_dir / CONFIG)))
-    wanted = flat_settings(config)
-    free = (RESUMABLE_OVERRIDES - set(STUDY_BUDGET)) | {"seed"}
-    free |= set(unusable_options(config, wanted))  # options the model has no use for
-    changed = sorted(key for key in wanted if key not in free and saved.get(key) != wanted[key])
-    if changed:
-        raise ColdbrewError(
-            f"{run_dir} was trained with other settings ({', '.join(changed)}): one --out holds "
-            "one setting, so its table compares like with like; give the same options, or "
-            "another --out"
-        )
-
-
 def with_earlier(
     out: Path,
     models: Sequence[str],
@@ -169,22 +151,6 @@ def with_earlier(
     return models, in_order(blends)
 
 
-def train_model(unit: tuple, cache: Any, log: Callable[[str], None]) -> dict:
-    """One model's seeds in ``OUT/MODEL`` (``unit``: base layers, model, seeds, out), resumed
-    where an earlier call stopped; ``cache`` loads each seed's data once."""
-    from coldbrew.research.seeds import is_multi_seed_run, train_seeds
-
-    base_layers, model, seeds, out = unit
-    config = make_config(*base_layers, {"model": model})
-    run_dir = out / model
-    resume = is_multi_seed_run(run_dir)
-    if resume:
-        check_same_settings(run_dir, config)
-    log(f"{model}: {'continuing' if resume else 'training'} seeds {seeds} in {run_dir}")
-    options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
-    return train_seeds(config, run_dir, seeds, resume=resume, **options)
-
-
 def train_models(
     base_layers: Sequence[dict],
     models: Sequence[str],
@@ -192,17 +158,17 @@ def train_models(
     out: Path,
     *,
     jobs: int | str = 1,
+    cache: Any,
     log: Callable[[str], None],
 ) -> dict[str, dict]:
     """``{model: its multi-seed results}``, training what is not finished yet; with ``jobs``
-    above 1, that many models at once (``coldbrew.research.parallel``), the rest read back."""
+    above 1, that many models at once (``coldbrew.research.parallel``), the rest read back;
+    ``cache`` loads each seed's data once here."""
     from coldbrew.research.parallel import train_side_by_side
-    from coldbrew.research.search import DataCache
     from coldbrew.research.seeds import all_finished
 
-    units = {model: (tuple(base_layers), model, list(seeds), out) for model in models}
+    units = {model: (tuple(base_layers), model, list(seeds), out / model) for model in models}
     results = {}
-    cache = DataCache()
     if jobs != 1:  # what is finished is only read back, below
         todo = {model: units[model] for model in models if not all_finished(out / model, seeds)}
         if len(todo) > 1:
@@ -294,6 +260,8 @@ def leaderboard(
     """Train and score every model × seed (and each blend of them: its weights chosen on val
     under the run options' cold-candidate convention, or both at once with ``blend_objective``
     ``"joint"``), ``jobs`` models at once (or ``auto``); write and return the board."""
+    from coldbrew.research.board_text import short_table
+    from coldbrew.research.search import DataCache
     from coldbrew.training.checkpoint import RunLock
     from coldbrew.training.run import write_json, write_text
     from coldbrew.training.run_dir import check_out_dir
@@ -301,17 +269,30 @@ def leaderboard(
     out = Path(out)
     check_out_dir(out)
     check_layers(base_layers, models)  # every option is checked before anything is trained
+    folds = make_config(*base_layers, {"model": models[0]}).folds
     models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        trained = train_models(base_layers, models, seeds, out, jobs=jobs, log=log)
-        trained |= blend_models(blends, seeds, out, objective=blend_objective, log=log)
-        rows = [model_row(model, trained, out, conventions) for model in trained]
-        header, cells = table_cells(rows)
-        board = {"seeds": list(seeds), "conventions": list(conventions), "rows": rows}
+        cache = DataCache()
+        board = {"seeds": list(seeds), "conventions": list(conventions), "folds": folds}
+        if folds:
+            from coldbrew.research.cross_validation import cross_validated_board
+
+            options = {"objective": blend_objective, "jobs": jobs, "cache": cache, "log": log}
+            if jobs != 1:
+                load_text_vectors_first(base_layers, models, seeds[0], cache, log)
+            board |= cross_validated_board(
+                base_layers, models, blends, seeds, out, folds, conventions, **options
+            )
+        else:
+            trained = train_models(base_layers, models, seeds, out, jobs=jobs, cache=cache, log=log)
+            trained |= blend_models(blends, seeds, out, objective=blend_objective, log=log)
+            board["rows"] = [model_row(name, trained, out, conventions, cache) for name in trained]
+        header, cells = table_cells(board["rows"])
         write_json(board, out / LEADERBOARD_JSON)
         write_text(format_board(header, cells, markdown=True) + "\n", out / LEADERBOARD_MD)
         if plot:
-            plot_board(rows, out / LEADERBOARD_PNG, log=log)
-    board["table"] = format_board(header, cells)
+            plot_board(board["rows"], out / LEADERBOARD_PNG, log=log)
+    board["wide_table"] = format_board(header, cells)
+    board["table"] = short_table(board)
     return board

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 
-def load_data(name: str, config: Any) -> Any:
+def load_data(name: str, config: Any, *, select: bool = True) -> Any:
     """The data of task ``name`` for a run's ``config``: a ``Dataset`` for recommendation (its
-    validation cut into select and report halves, ``coldbrew.data.selection``; without the
-    text block for a model that never reads it, ``ModelSpec.reads_text_vectors``), a
-    ``DailySeries`` for forecasting."""
+    validation cut into select and report halves, or its fold cut out, ``select_and_report``;
+    ``select=False``: as loaded; without the text block for a model that never reads it,
+    ``ModelSpec.reads_text_vectors``), a ``DailySeries`` for forecasting."""
     if name == "recommendation":
         from coldbrew.data import load_dataset
         from coldbrew.registry import model_spec
@@ -26,7 +26,7 @@ def load_data(name: str, config: Any) -> Any:
             text_encoder=config.text_encoder,
             text_vectors=model_spec(config.model).reads_text_vectors,
         )
-        return select_and_report(dataset, config)
+        return select_and_report(dataset, config) if select else dataset
     if name == "forecasting":
         from coldbrew.data.series import load_series
 
@@ -35,8 +35,11 @@ def load_data(name: str, config: Any) -> Any:
 
 
 def select_and_report(data: Any, config: Any) -> Any:
-    """A recommendation ``Dataset`` with val cut into select/report as ``config`` says (once:
-    a dataset cut the same way already is returned as it is); any other data unchanged."""
+    """A recommendation ``Dataset`` with what chooses apart from what reports, as ``config``
+    says: with ``folds``, the training items of fold ``fold`` held out to choose on and all of
+    val reporting (``coldbrew.data.folds``), else val cut into select/report halves
+    (``coldbrew.data.selection``). Once: a dataset cut the same way already is returned as it
+    is. Any other data unchanged."""
     from coldbrew.data.dataset import Dataset
 
     if not isinstance(data, Dataset):
@@ -45,6 +48,10 @@ def select_and_report(data: Any, config: Any) -> Any:
     from coldbrew.data.selection import carve_report
 
     data = apply_cold_split(data, config.cold_split, config.selection_seed)  # before any cut
+    if config.folds:
+        from coldbrew.data.folds import fold_split
+
+        return fold_split(data, config.folds, config.fold, config.fold_seed)
     return carve_report(data, config.report_share, config.selection_seed)
 
 

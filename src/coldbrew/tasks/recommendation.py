@@ -35,10 +35,10 @@ def default_monitor(
     group: str = "cold",
 ) -> Monitor:
     """``early_stop_metric`` checked against what validation measures, or ``group``'s (else
-    all) recall@20 (else the smallest K). Under the original protocol the best starts at 0.0."""
-    groups = dataset.groups("val")
-    if not groups:
-        raise ColdbrewError(f"{dataset.name} has no validation split to early-stop on")
+    all) recall@20 (else the smallest K). Under the original protocol the best starts at 0.0.
+    Data without validation (a cross-validation's final run) chooses nothing: its monitor is
+    the one it would have, never read (the trainer keeps the last epoch)."""
+    groups = dataset.groups("val") or {group: None}
     start = ORIGINAL_INITIAL_BEST if protocol == "original" else None
     if early_stop_metric:
         group, metric = parse_monitor(early_stop_metric, list(ks))

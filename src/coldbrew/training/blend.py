@@ -18,13 +18,14 @@ MAX_RUNS = 6
 
 
 def run_vectors(
-    run_dir: Path | str, dataset, seed: int | None = None
+    run_dir: Path | str, dataset, seed: int | None = None, *, load_data=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A run's ``(user vectors, item vectors)`` from its best checkpoint, on the CPU; the run must
-    score by their inner product and rank ``dataset``'s users and items (drawn with ``seed``)."""
+    score by their inner product and rank ``dataset``'s users and items (drawn with ``seed``).
+    ``load_data(config)``: the run's data from a cache, where one is shared."""
     from coldbrew.training.run_evaluation import load_best_model
 
-    config, data, model, _ = load_best_model(run_dir, device="cpu")
+    config, data, model, _ = load_best_model(run_dir, device="cpu", load_data=load_data)
     if not isinstance(model, Recommender) or type(model).score_users is not Recommender.score_users:
         raise ColdbrewError(f"{run_dir}: a blend needs recommenders that score by inner product")
     if (data.num_users, data.num_items) != (dataset.num_users, dataset.num_items) or not (
@@ -40,6 +41,7 @@ def run_vectors(
             f"{run_dir} was trained on other data than the blend's ({dataset.name}){why}"
         )
     check_same_selection(run_dir, data.selection, dataset.selection)
+    check_same_folds(run_dir, data.cross_validation, dataset.cross_validation)
     with torch.no_grad():
         return model.user_embeddings().float().cpu(), model.item_embeddings().float().cpu()
 
@@ -57,6 +59,18 @@ def check_same_selection(run_dir, run_selection: dict | None, blend_selection: d
             f"{mine['selection_seed']}; the blend's first run with {theirs['report_share']}, "
             f"{theirs['selection_seed']}: its choices may have read the blend's report items; "
             "blend runs trained with the same --report-share and --selection-seed"
+        )
+
+
+def check_same_folds(run_dir, run_folds: dict | None, blend_folds: dict | None) -> None:
+    """A run cut into other folds than the blend's first run chose on other items."""
+    keys = ("folds", "fold", "fold_seed")
+    mine, theirs = ({key: (cut or {}).get(key) for key in keys} for cut in (run_folds, blend_folds))
+    if mine != theirs:
+        raise ColdbrewError(
+            f"{run_dir} is fold {mine['fold']} of {mine['folds']} (fold seed {mine['fold_seed']}); "
+            f"the blend's first run fold {theirs['fold']} of {theirs['folds']} (fold seed "
+            f"{theirs['fold_seed']}): blend runs of the same fold"
         )
 
 

@@ -37,10 +37,12 @@ def load_best_model(
     device: str = "auto",
     trust_pickle: bool | None = None,
     text_encoder: str | None = None,
+    load_data=None,
 ):
     """``(config, data, model, device)``: RUN_DIR's best checkpoint in eval mode on ``device``,
     rebuilt for its own data (or ``data``, its texts encoded by the run's text encoder unless
-    ``text_encoder`` is given); training-only parts (a loss graph) are not built."""
+    ``text_encoder`` is given); training-only parts (a loss graph) are not built.
+    ``load_data(config)``, when given, returns the data (a cache shared by many runs)."""
     from coldbrew.models import build_model
 
     run_dir = Path(run_dir)
@@ -69,7 +71,8 @@ def load_best_model(
         )
     from coldbrew.tasks import select_and_report
 
-    dataset = select_and_report(load_run_dataset(config), config)  # as the run cut it
+    loaded = load_data(config) if load_data is not None else load_run_dataset(config)
+    dataset = select_and_report(loaded, config)  # as the run cut it
     if "features" not in model_spec(config.model).ignores:  # a blend's data is its runs'
         check_run_layout(run_dir, dataset)  # a block's width, not torch's size mismatch
     target = resolve_device(config.device)
@@ -137,6 +140,7 @@ def evaluate_run(
     text_encoder: str | None = None,
     output: str = "evaluation.json",
     allow_other_encoder: bool = False,
+    load_data=None,
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write RUN_DIR/``output``.
 
@@ -147,6 +151,7 @@ def evaluate_run(
     text encoder (the same model moved elsewhere: another model's vectors do not fit the
     checkpoint). Another model of the same width is refused unless ``allow_other_encoder``,
     and then written to ``evaluation-other-encoder.json``, not over the run's evaluation.
+    ``load_data(config)``, when given, returns the data (a cache shared by many runs).
     """
     from coldbrew.tasks import build_task
 
@@ -159,7 +164,12 @@ def evaluate_run(
     if cold_candidates is not None:
         check_cold_candidates(cold_candidates)
     config, dataset, model, target = load_best_model(
-        run_dir, data=data, device=device, trust_pickle=trust_pickle, text_encoder=text_encoder
+        run_dir,
+        data=data,
+        device=device,
+        trust_pickle=trust_pickle,
+        text_encoder=text_encoder,
+        load_data=load_data,
     )
     run_dir = Path(run_dir)
     if protocol is not None:

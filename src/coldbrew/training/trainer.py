@@ -136,6 +136,9 @@ class Trainer:
             )
         # a model with nothing to train (content KNN) is evaluated once, as its only epoch
         self.trains = trains
+        # data without validation (a cross-validation's final run) chooses nothing: every epoch
+        # is trained, none evaluated, and the last is kept as the best
+        self.chooses = "val" in task.splits()
         self.optimizer = build_optimizer(self.model, config) if trains else None
         self.scheduler = (
             build_scheduler(self.optimizer, config, self.steps_per_epoch) if trains else None
@@ -347,7 +350,7 @@ class Trainer:
         while state.epoch < epochs and not self.stop_reason():
             started = time.perf_counter()
             losses, metrics = self._train_and_evaluate()
-            improved = self._record(monitor.value(metrics))
+            improved = self._record(monitor.value(metrics)) if self.chooses else self._keep_last()
             state.history.append(
                 {
                     "epoch": state.epoch,
@@ -396,6 +399,11 @@ class Trainer:
         state.gain_reference, state.epochs_without_improvement = count.reference, count.without_gain
         return improved
 
+    def _keep_last(self) -> bool:
+        """Without validation the newest epoch is the best: nothing chose it."""
+        self.state.best_epoch = self.state.epoch
+        return True
+
     def _train_and_evaluate(self) -> tuple[dict[str, float], Metrics]:
         """One epoch of training, then validation; both timed."""
         started = time.perf_counter()
@@ -404,7 +412,7 @@ class Trainer:
             torch.cuda.synchronize()
         self.state.train_seconds += time.perf_counter() - started
         started = time.perf_counter()
-        metrics = self.evaluate("val")
+        metrics = self.evaluate("val") if self.chooses else {}
         self.state.eval_seconds += time.perf_counter() - started
         self.state.epoch += 1
         return losses, metrics

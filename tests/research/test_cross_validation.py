@@ -1,0 +1,107 @@
+"""``coldbrew leaderboard --folds K``: folds choose, the final runs report, nothing chooses on
+the report; the epochs are the mean fold curve's best; blends' weights come from the folds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tiny_run import TINY
+
+from coldbrew.config import load_saved_config
+from coldbrew.research.blend_names import parse_blends
+from coldbrew.research.board_text import WIDTH
+from coldbrew.research.cross_validation import chosen_epochs, fold_histories, mean_curve
+from coldbrew.research.leaderboard import leaderboard
+
+FOLDS = 3
+TINY_RUN = {key: value for key, value in TINY.items() if key != "num_neg"}  # clcrec's own
+LAYERS = ({**TINY_RUN, "epochs": 3, "folds": FOLDS, "clcrec": {"num_neg": 4}},)
+MODELS = ["clcrec", "ridge"]
+
+
+def history(*values: float) -> list[dict]:
+    return [{"epoch": e + 1, "val": {"cold": {"recall@20": v}}} for e, v in enumerate(values)]
+
+
+def test_the_mean_curve_and_its_first_best_by_hand():
+    # runs stopped at 4, 3 and 5 epochs: the mean covers the first 3, where all three are
+    # epoch 1: (0.1 + 0.2 + 0.3) / 3 = 0.2; epoch 2: (0.3 + 0.2 + 0.4) / 3 = 0.3;
+    # epoch 3: (0.2 + 0.3 + 0.3) / 3 = 0.2667 (epoch 4's 0.9 is one run's alone): epoch 2
+    histories = [
+        history(0.1, 0.3, 0.2, 0.9),
+        history(0.2, 0.2, 0.3),
+        history(0.3, 0.4, 0.3, 0, 0),
+    ]
+    curve = mean_curve(histories, "cold/recall@20")
+    assert curve == pytest.approx([0.2, 0.3, 0.8 / 3])
+    assert chosen_epochs([0.1, 0.3, 0.3]) == 2  # the first of equal maxima
+    assert chosen_epochs(curve) == 2
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    out = tmp_path_factory.mktemp("folds") / "board"
+    blends = parse_blends("clcrec+ridge", MODELS)
+    result = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
+    return out, result
+
+
+def test_the_final_run_trains_the_mean_fold_curves_epochs_and_chooses_nothing(board):
+    out, result = board
+    curve = mean_curve(fold_histories(out, "clcrec", FOLDS, [1]), "cold/recall@20")
+    final = json.loads((out / "clcrec" / "seed-1" / "results.json").read_text())
+    assert final["config"]["epochs"] == chosen_epochs(curve)
+    assert final["epochs_run"] == final["best_epoch"] == chosen_epochs(curve)  # the last kept
+    assert all(entry["val"] == {} for entry in final["history"])  # no epoch was evaluated
+    assert set(final["metrics"]) == {"report", "test"}
+    row = next(row for row in result["rows"] if row["model"] == "clcrec")
+    assert row["epochs"] == chosen_epochs(curve)
+
+
+def test_no_fold_run_reads_the_report_and_every_fold_is_scored(board):
+    out, result = board
+    for name in ("clcrec", "ridge", "blend-clcrec+ridge"):
+        for fold in range(FOLDS):
+            run = out / "folds" / name / f"fold-{fold}" / "seed-1"
+            results = json.loads((run / "results.json").read_text())
+            assert set(results["metrics"]) == {"val"}
+            assert results["dataset"]["cross_validation"]["fold"] == fold
+        row = next(row for row in result["rows"] if row["model"] == name)
+        for convention in ("all", "split"):
+            assert row["folds"][convention]["recall@20"]["n"] == FOLDS
+            assert len(row["fold_values"][convention]) == FOLDS
+
+
+def test_a_blends_weights_are_chosen_once_on_the_folds_and_used_everywhere(board):
+    out, _ = board
+    weights = [
+        load_saved_config(
+            out / "folds" / "blend-clcrec+ridge" / f"fold-{f}" / "seed-1" / "config.yaml"
+        )["blend"]["weights"]
+        for f in range(FOLDS)
+    ]
+    final = load_saved_config(out / "blend-clcrec+ridge" / "seed-1" / "config.yaml")["blend"]
+    assert all(each == final["weights"] for each in weights)
+
+
+def test_the_table_is_one_screen_wide_marks_the_best_and_prints_the_leads(board):
+    _, result = board
+    lines = result["table"].splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert any("*" in line for line in lines)
+    for convention in ("all", "split"):
+        assert result["leads"][convention]["best"] in {row["model"] for row in result["rows"]}
+        assert any(line.startswith(f"{convention}: ") for line in lines)
+
+
+def test_a_second_call_reads_everything_back(board, monkeypatch):
+    out, result = board
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished fold was trained again")
+
+    monkeypatch.setattr("coldbrew.research.curves.train_with_curves", no_training)
+    blends = parse_blends("clcrec+ridge", MODELS)
+    again = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
+    assert [row["folds"] for row in again["rows"]] == [row["folds"] for row in result["rows"]]
