@@ -78,3 +78,15 @@ def test_a_layout_difference_names_the_columns_missing_and_new(tmp_path):
 
     found = layout_differences(tmp_path, Data())
     assert found == ["genre: 18 columns here against 19 columns in the run; missing here: IMAX"]
+
+
+def test_a_closed_form_model_says_so_instead_of_zero_samples_per_second(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--model", "ridge", "--data", "synthetic:small", "--out", str(out)]
+    assert main([*argv, "--backbone-epochs", "2", "--no-tensorboard"]) == 0
+    text = capsys.readouterr().out
+    assert "0 samples/s" not in text
+    epoch = next(line for line in text.splitlines() if line.startswith("epoch   1"))
+    assert "| fitted in closed form (backbone " in epoch and "|  |" not in epoch
+    assert "ridge is fitted in closed form (no epochs, no samples/s): fit and evaluation" in text
+    assert "+ backbone" in text  # the backbone's fit is counted where the times are shown

@@ -268,13 +268,28 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"results in {run_dir}/results.json")
     elif not config.quiet and distributed.is_main:
         print_metrics_table(results["metrics"])
-        timing = results["timing"]
-        print(
-            f"best epoch {results['best_epoch']} of {results['epochs_run']}; "
-            f"train {timing['train_seconds']:.1f}s, eval {timing['eval_seconds']:.1f}s, "
-            f"{timing['samples_per_second']:,.0f} samples/s; results in {run_dir}/results.json"
-        )
+        print(f"{timing_summary(results, config)}; results in {run_dir}/results.json")
     return 0
+
+
+def timing_summary(results: dict, config) -> str:
+    """The last line's times: a trained model's epochs and samples/s; a closed-form one's
+    (ridge, knn ...: no training step) says so. A zoo model's backbone counts either way."""
+    from coldbrew.registry import model_spec
+
+    timing = results["timing"]
+    backbone = timing.get("backbone_seconds") or 0.0
+    with_backbone = f" + backbone {backbone:.1f}s" if backbone else ""
+    if not model_spec(config.model).trains:
+        return (
+            f"{config.model} is fitted in closed form (no epochs, no samples/s): "
+            f"fit and evaluation {timing['eval_seconds']:.1f}s{with_backbone}"
+        )
+    return (
+        f"best epoch {results['best_epoch']} of {results['epochs_run']}; "
+        f"train {timing['train_seconds']:.1f}s{with_backbone}, eval {timing['eval_seconds']:.1f}s, "
+        f"{timing['samples_per_second']:,.0f} samples/s"
+    )
 
 
 def check_environment_variables() -> None:

@@ -452,4 +452,12 @@ class Trainer:
         ]
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)
         mark = " *" if improved else ""
+        if not self.trains:  # ridge, knn ...: no training step, so no samples/s to show
+            backbone = getattr(self.model, "backbone_seconds", 0.0)
+            fitted = (
+                f"fitted in closed form (backbone {backbone:.1f}s)"
+                if backbone
+                else "fitted in closed form"
+            )
+            return f"epoch {self.state.epoch:3d} | {' '.join(shown)} | {fitted}{mark}"
         return f"epoch {self.state.epoch:3d} | {loss_text} | {' '.join(shown)} | {rate:,.0f} samples/s{mark}"
