@@ -6,6 +6,7 @@ new item, in a pickle-free folder) and ``coldbrew serve`` (an HTTP API answering
 * ``index``: optional faiss indexes over item vectors (flat, hnsw, ivf).
 * ``catalogue``: the served state (vectors, training items, added items) and its rankings.
 * ``new_items``: a new item's vector from its text and/or feature blocks, through the model.
+* ``validation``: what a request may hold, checked strictly (one-line refusals).
 * ``app`` / ``server``: the FastAPI application and its uvicorn process (SIGHUP reload).
 
 This layer sits under the CLI and above research/perf: it reads runs through
