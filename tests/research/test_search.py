@@ -32,7 +32,7 @@ def test_three_trials_prune_the_bad_ones_and_the_study_resumes(tmp_path):
     out = tmp_path / "study"
     out.mkdir()
     settings = search_settings(make_config(BASE, space.fixed), space, None)
-    study = open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
+    study, _ = open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
     for lr in (GOOD, BAD, BAD):  # the order is fixed; TPE's own draws are not tested here
         study.enqueue_trial({"lr": lr})
     lines: list[str] = []
@@ -130,6 +130,7 @@ def test_an_interrupted_trial_is_retried_with_its_settings_at_most_three_times()
     from optuna.trial import TrialState
 
     from coldbrew.research.search import MAX_RETRIES, retry_interrupted
+    from coldbrew.research.shared_study import interrupted_trials
 
     study = optuna.create_study(study_name="coldbrew")  # in memory
     lr = optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)
@@ -146,7 +147,7 @@ def test_an_interrupted_trial_is_retried_with_its_settings_at_most_three_times()
         study.ask()  # the retry starts (WAITING -> RUNNING) and is killed again
     states = [trial.state for trial in study.trials]
     assert states == [TrialState.FAIL] * (MAX_RETRIES + 1)
-    assert study.user_attrs["interrupted"] == list(range(MAX_RETRIES + 1))
+    assert interrupted_trials(study) == set(range(MAX_RETRIES + 1))
 
 
 def test_a_model_that_trains_nothing_is_never_pruned(tmp_path):
@@ -160,7 +161,7 @@ def test_a_model_that_trains_nothing_is_never_pruned(tmp_path):
     out = tmp_path / "study"
     out.mkdir()
     settings = search_settings(make_config(base, space.fixed), space, None)
-    study = open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
+    study, _ = open_study(out, "maximize", settings, startup=1, warmup=0, seed=1)
     for value in (0.1, 1e4, 1e5):
         study.enqueue_trial({"ridge_lambda": value})
     options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}

@@ -13,6 +13,9 @@ SEARCH_EXAMPLES = """Examples:
       --data ml-1m-coldstart --features genre,text --epochs 8 --patience 3 --quiet
   coldbrew search --space space.yaml --trials 30 --timeout 3600 --seeds 1,2 --out runs/study2
   coldbrew train --config runs/study/best.yaml --seeds 1,2,3 --out runs/best
+  # the same command on every machine: the workers share one study and its 40 trials
+  coldbrew search --space space.yaml --trials 40 --out runs/study3 \\
+      --storage postgresql://coldbrew@db-host/studies --study-name clcrec-mpnet
 
 SPACE.yaml gives each searched option a distribution, e.g.
   lr: {log_uniform: [0.0005, 0.01]}
@@ -20,7 +23,8 @@ SPACE.yaml gives each searched option a distribution, e.g.
   temp_value: {uniform: [0.5, 4.0]}
   batch_size: {categorical: [1024, 2048, 4096]}
   epochs: 8            # a plain value is fixed for every trial
-Running the same command again continues the study in --out (stored in STUDY/study.db)."""
+Running the same command again continues the study in --out (stored in STUDY/study.db), or
+with --storage the study of that name in the database (or journal:PATH, a journal file)."""
 
 COMPARE_EXAMPLES = """Examples:
   coldbrew compare runs/default runs/tuned
@@ -89,6 +93,28 @@ def add_parsers(commands) -> None:
         help="a trial's value: the monitored metric on the select half (default), or joint: "
         "the geometric mean of the select half's cold metric under both --cold-candidates "
         "conventions (the other scored again from each best checkpoint)",
+    )
+    search.add_argument(
+        "--storage",
+        metavar="URL",
+        help="keep the study in a database (postgresql://user@host/db, any SQLAlchemy URL) or "
+        "an Optuna journal file (journal:PATH) that workers on many machines share: each runs "
+        "the same command and --trials counts the study's trials in all (default: "
+        "STUDY/study.db, one process)",
+    )
+    search.add_argument(
+        "--study-name",
+        default="coldbrew",
+        metavar="NAME",
+        help="the study's name in --storage, so one database holds many (default coldbrew)",
+    )
+    search.add_argument(
+        "--heartbeat",
+        type=int,
+        default=60,
+        metavar="S",
+        help="with a database: seconds between a trial's heartbeats; a trial silent for twice "
+        "that is taken as dead and its settings tried again (default 60)",
     )
     search.add_argument("--config", help="YAML preset every trial starts from; flags override it")
     search.add_argument("--json", action="store_true", help="print the trials as JSON")
@@ -185,6 +211,9 @@ def run_search(args: argparse.Namespace) -> int:
         warmup_epochs=args.prune_warmup,
         objective=args.objective,
         tensorboard=args.tensorboard,
+        storage=args.storage,
+        study_name=args.study_name,
+        heartbeat=args.heartbeat,
         log=print,
     )
     if args.json:

@@ -32,18 +32,27 @@ from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.research.shared_study import (
+    MAX_RETRIES,
+    STORAGE_FILE,
+    SURPLUS,
+    interrupted_trials,
+    mark_interrupted,
+    retry_callback,
+)
 from coldbrew.research.space import SearchSpace
 from coldbrew.research.study_report import finish_study
 
 STUDY_DB = "study.db"
 STUDY_NAME = "coldbrew"
 UNSEARCHABLE = {"model": "the model", "early_stop_metric": "the objective"}
-MAX_RETRIES = 3  # times an interrupted trial's settings are tried again
 OBJECTIVES = ("monitored", "joint")
+HEARTBEAT = 60  # seconds between a shared study's heartbeats; silent for twice that: dead
 
 
 class DataCache:
-    """Each distinct dataset the trials need, loaded once (a split may depend on the seed).
+    """Each distinct dataset the trials need, loaded once (a split may depend on the seed), then
+    cut as each run says (select/report halves, or a fold: ``coldbrew.tasks.select_and_report``).
 
     Keyed by what ``coldbrew.tasks.load_data`` reads: the task's kind (not the model, so the
     models of a leaderboard share one load per seed), whether the model reads the text block
@@ -51,20 +60,24 @@ class DataCache:
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
+        self.cut: dict[tuple, Any] = {}
 
     def __call__(self, config: TrainConfig) -> Any:
         from coldbrew.registry import model_spec
-        from coldbrew.training.run import load_run_dataset
+        from coldbrew.tasks import load_data, select_and_report
 
         options = config.model_options
         spec = model_spec(config.model)
         key = (spec.task, config.data, str(config.resolved_features()), config.trust_pickle)
         key += (spec.reads_text_vectors,)
         key += (config.seed, getattr(options, "series", None), config.text_encoder)
-        key += (config.report_share, config.selection_seed)
         if key not in self.loaded:
-            self.loaded[key] = load_run_dataset(config)
-        return self.loaded[key]
+            self.loaded[key] = load_data(spec.task, config, select=False)
+        cut = (config.report_share, config.selection_seed, config.cold_split)
+        cut += (config.folds, config.fold, config.fold_seed)
+        if (key, cut) not in self.cut:
+            self.cut[key, cut] = select_and_report(self.loaded[key], config)
+        return self.cut[key, cut]
 
 
 class PruningHook:
@@ -95,6 +108,11 @@ def check_study_dir(out: Path) -> None:
     from coldbrew.training.run_dir import check_out_dir
 
     check_out_dir(out)
+    if (out / STORAGE_FILE).exists():
+        raise ColdbrewError(
+            f"{out} holds trials of a shared study ({out / STORAGE_FILE} names it); "
+            "give its --storage, or choose another --out"
+        )
     if out.exists() and not (out / STUDY_DB).exists():
         if any(path.name != ".lock" for path in out.iterdir()):
             raise ColdbrewError(f"{out} is not empty and holds no study; choose another --out")
@@ -134,18 +152,33 @@ def search_settings(
     return json.loads(json.dumps(settings))
 
 
-def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: int, seed: int):
+def open_study(
+    out: Path,
+    direction: str,
+    settings: dict,
+    startup: int,
+    warmup: int,
+    seed: int,
+    storage=None,
+    name: str = STUDY_NAME,
+):
+    """The study ``name`` in ``storage`` (an Optuna storage; default ``out/study.db``), created
+    with ``settings`` or checked against them; its TPE sampler seeded by ``seed`` and how far
+    the study got (and, in shared storage, by the worker: workers starting together draw
+    differently). ``(study, created)``."""
+    import zlib
+
     import optuna
 
+    from coldbrew.research.claims import worker_name
+    from coldbrew.research.shared_study import create_or_load, saved_settings
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        study_name=STUDY_NAME,
-        storage=f"sqlite:///{(out / STUDY_DB).resolve()}",
-        direction=direction,
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=startup, n_warmup_steps=warmup),
-        load_if_exists=True,
-    )
-    saved = study.user_attrs.get("settings")
+    shared = storage is not None
+    storage = storage if shared else f"sqlite:///{(out / STUDY_DB).resolve()}"
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=startup, n_warmup_steps=warmup)
+    study, created = create_or_load(name, storage, direction, pruner)
+    saved = None if created else saved_settings(study, wait=10.0 if shared else 0.0)
     if saved is not None and not any(key in saved["base"] for key in STUDY_BUDGET):
         # saved before the budget was part of a study's identity: it cannot be checked
         saved["base"].update({key: settings["base"][key] for key in STUDY_BUDGET})
@@ -153,29 +186,33 @@ def open_study(out: Path, direction: str, settings: dict, startup: int, warmup: 
     if saved is None:
         study.set_user_attr("settings", settings)
     elif saved != settings:
-        parts = set(saved) | set(settings)
-        changed = sorted(
-            f"{part}.{key}"
-            for part in parts
-            if isinstance(settings.get(part), dict)
-            for key in set(saved.get(part) or {}) | set(settings[part])
-            if (saved.get(part) or {}).get(key) != settings[part].get(key)
-        ) + sorted(
-            part
-            for part in parts
-            if not isinstance(settings.get(part), dict) and saved.get(part) != settings.get(part)
-        )
         raise ColdbrewError(
-            f"{out} holds a study with other settings ({', '.join(changed)}); "
-            "run it with its own settings or choose another --out"
+            f"{'the study ' + repr(name) if shared else out} holds a study with other settings "
+            f"({', '.join(changed_settings(saved, settings))}); run it with its own settings or "
+            f"choose another {'--study-name' if shared else '--out'}"
         )
     if study.direction.name.lower() != direction:
         raise ColdbrewError(f"{out} holds a study that does not {direction} the metric")
     # seeded by how far the study got, so a resumed study does not redraw its first trials
-    study.sampler = optuna.samplers.TPESampler(
-        n_startup_trials=startup, seed=seed + len(study.trials)
+    seed += len(study.trials) + (zlib.crc32(worker_name().encode()) if shared else 0)
+    study.sampler = optuna.samplers.TPESampler(n_startup_trials=startup, seed=seed % 2**32)
+    return study, created
+
+
+def changed_settings(saved: dict, settings: dict) -> list[str]:
+    """The settings (``part.key``, or ``part``) where ``saved`` and ``settings`` differ."""
+    parts = set(saved) | set(settings)
+    return sorted(
+        f"{part}.{key}"
+        for part in parts
+        if isinstance(settings.get(part), dict)
+        for key in set(saved.get(part) or {}) | set(settings[part])
+        if (saved.get(part) or {}).get(key) != settings[part].get(key)
+    ) + sorted(
+        part
+        for part in parts
+        if not isinstance(settings.get(part), dict) and saved.get(part) != settings.get(part)
     )
-    return study
 
 
 def retry_interrupted(study, log: Callable[[str], None]) -> None:
@@ -186,10 +223,9 @@ def retry_interrupted(study, log: Callable[[str], None]) -> None:
     from optuna.trial import TrialState
 
     retry = retry_callback()
-    interrupted = list(study.user_attrs.get("interrupted", []))
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         study.tell(trial.number, state=TrialState.FAIL)
-        interrupted.append(trial.number)
+        mark_interrupted(study, trial.number)
         before = len(study.get_trials(deepcopy=False))
         retry(study, trial)  # adds a waiting trial with the same settings, or gives up
         queued = len(study.get_trials(deepcopy=False)) > before
@@ -197,21 +233,6 @@ def retry_interrupted(study, log: Callable[[str], None]) -> None:
             f"trial {trial.number} was interrupted: marked failed, "
             + ("its settings queued again" if queued else f"given up after {MAX_RETRIES} retries")
         )
-    study.set_user_attr("interrupted", interrupted)
-
-
-def retry_callback():
-    """Optuna's ``RetryHeartbeatStaleTrialCallback`` (``RetryFailedTrialCallback`` before
-    Optuna 4.9), without its experimental-feature warning."""
-    import warnings
-
-    import optuna
-
-    callback = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        warnings.simplefilter("ignore", FutureWarning)  # the deprecated name, on older Optuna
-        return (callback or optuna.storages.RetryFailedTrialCallback)(max_retry=MAX_RETRIES)
 
 
 def enqueue_starting_point(study, base: TrainConfig, space: SearchSpace, log) -> None:
@@ -240,12 +261,12 @@ def enqueue_starting_point(study, base: TrainConfig, space: SearchSpace, log) ->
 
 
 def finished_trials(study) -> int:
-    """Trials that count towards ``trials``: complete, pruned or failed, not interrupted."""
-    from optuna.trial import TrialState
+    """Trials that count towards ``trials``: complete, pruned or failed, neither interrupted
+    nor surplus (``shared_study.counted``)."""
+    from coldbrew.research.shared_study import counted
 
-    done = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-    interrupted = set(study.user_attrs.get("interrupted", []))
-    return sum(1 for t in study.trials if t.state in done and t.number not in interrupted)
+    interrupted = interrupted_trials(study)
+    return sum(1 for t in study.trials if t.state.is_finished() and counted(t, interrupted))
 
 
 def search(
@@ -261,10 +282,19 @@ def search(
     objective: str = "monitored",
     tensorboard: bool = True,
     plot: bool = True,
+    storage: str | None = None,
+    study_name: str = STUDY_NAME,
+    heartbeat: int = HEARTBEAT,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Run the study in ``out`` to ``trials`` trials; ``{"rows", "best", "preset", "monitor"}``."""
+    """Run the study in ``out`` to ``trials`` trials; ``{"rows", "best", "preset", "monitor"}``.
+
+    With ``storage`` (a database URL or ``journal:PATH``) the study ``study_name`` lives there,
+    shared with every worker started with the same arguments (``coldbrew.research.shared_study``);
+    this worker's trials are written in ``out``, which workers on one machine may share."""
+    from coldbrew.research.shared_study import check_shared_folder, open_storage
     from coldbrew.training.checkpoint import RunLock
+    from coldbrew.training.run_dir import check_out_dir
 
     out = Path(out)
     for name, what in UNSEARCHABLE.items():
@@ -276,7 +306,7 @@ def search(
         raise ColdbrewError(f"--objective is {objective!r}; expected {' or '.join(OBJECTIVES)}")
     if objective == "joint" and "cold_candidates" in space.dimensions:
         raise ColdbrewError("cold_candidates cannot be searched with --objective joint")
-    check_study_dir(out)
+    check_study_dir(out) if storage is None else check_out_dir(out)
     base_layers = (*base_layers, space.fixed)
     base = make_config(*base_layers)
     cache = DataCache()
@@ -287,28 +317,72 @@ def search(
             "give data with cold validation items, or leave --objective out"
         )
     direction = "maximize" if monitor.mode == "max" else "minimize"
+    settings = search_settings(base, space, seeds, objective)
+    study_options = (direction, settings, startup_trials, warmup_epochs, base.seed)
+    trial_value = make_objective(
+        base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log, objective
+    )
     key = monitor.key if objective == "monitored" else f"joint {monitor.key}"
+    run = {"keys": (key, monitor.key), "trials": trials, "timeout": timeout, "log": log}
+    run["heartbeat"] = heartbeat
+    if storage is not None:
+        place = open_storage(storage, heartbeat, log)
+        check_shared_folder(out, storage, study_name, STUDY_DB)
+        study = open_study(out, *study_options, storage=place, name=study_name)
+        return run_study(study, base, base_layers, space, out, trial_value, place=place, **run)
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        settings = search_settings(base, space, seeds, objective)
-        study = open_study(out, direction, settings, startup_trials, warmup_epochs, base.seed)
+        study = open_study(out, *study_options)
+        return run_study(study, base, base_layers, space, out, trial_value, **run)
+
+
+def run_study(
+    opened,
+    base,
+    base_layers,
+    space,
+    out,
+    trial_value,
+    *,
+    keys,
+    trials,
+    timeout,
+    heartbeat,
+    log,
+    place=None,
+) -> dict:
+    """Run ``opened`` (``open_study``'s study and whether it was created) to ``trials``
+    trials of ``trial_value``: a local study (``place`` None) or this worker's share of one in
+    ``place``; then write its table and best preset into ``out``. ``keys``: the objective's
+    name and the monitored metric's."""
+    from coldbrew.research.shared_study import beats, run_trials
+
+    study, created = opened
+    key, monitor_key = keys
+    if place is None:
         retry_interrupted(study, log)
-        if not study.trials:
-            enqueue_starting_point(study, base, space, log)
-        remaining = trials - finished_trials(study)
-        if remaining > 0:
-            log(f"study {out}: {remaining} trial(s) to run, {direction} val {key}")
-            trial_value = make_objective(
-                base_layers, space, out, monitor, seeds, cache, tensorboard, plot, log, objective
-            )
-            study.optimize(
-                trial_value,
-                n_trials=remaining,
-                timeout=timeout,
-                catch=(ColdbrewError,),
-                callbacks=[lambda study, trial: log(trial_line(trial, key, monitor.key, space))],
-            )
-        return finish_study(study, base_layers, space, out, key)
+    if not study.trials and (created or place is None):
+        enqueue_starting_point(study, base, space, log)
+    remaining = trials - finished_trials(study)
+    if remaining > 0:
+        where = out if place is None else f"{study.study_name} (shared; trials written in {out})"
+        log(f"study {where}: {remaining} trial(s) to run, {study.direction.name.lower()} val {key}")
+
+        def report(study, trial) -> None:
+            if SURPLUS not in trial.user_attrs:
+                log(trial_line(trial, key, monitor_key, space))
+
+        run_trials(
+            study,
+            trial_value,
+            trials,
+            timeout=timeout,
+            wait=place is not None and beats(place),
+            poll=min(5.0, heartbeat),
+            catch=(ColdbrewError,),
+            callbacks=[report],
+        )
+    return finish_study(study, base_layers, space, out, key)
 
 
 def make_objective(

@@ -18,11 +18,15 @@ BEST_PRESET = "best.yaml"
 
 def trial_rows(study, space) -> list[dict[str, Any]]:
     """One row per trial: number, state, objective value, settings (``space.settings``), and
-    what its run took."""
-    interrupted = set(study.user_attrs.get("interrupted", []))
+    what its run took; a trial started past a shared study's total (surplus) has none."""
+    from coldbrew.research.shared_study import SURPLUS, interrupted_trials
+
+    interrupted = interrupted_trials(study)
     rows = []
     for trial in study.trials:
         attrs = trial.user_attrs
+        if SURPLUS in attrs:
+            continue
         state = "interrupted" if trial.number in interrupted else trial.state.name.lower()
         reported = trial.intermediate_values
         rows.append(
