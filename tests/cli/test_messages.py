@@ -90,3 +90,15 @@ def test_a_closed_form_model_says_so_instead_of_zero_samples_per_second(tmp_path
     assert "| fitted in closed form (backbone " in epoch and "|  |" not in epoch
     assert "ridge is fitted in closed form (no epochs, no samples/s): fit and evaluation" in text
     assert "+ backbone" in text  # the backbone's fit is counted where the times are shown
+
+
+def test_the_cold_signal_flag_is_shown_only_when_there_is_none(capsys):
+    from coldbrew.cli.runs import print_metrics_table
+
+    metrics = {"val": {"cold": {"recall@20": 0.1, "cold_signal": 1.0}, "all": {"recall@20": 0.2}}}
+    print_metrics_table(metrics)
+    text = capsys.readouterr().out
+    assert "cold_signal" not in text and "recall@20=0.1000" in text
+    metrics["val"]["cold"]["cold_signal"] = 0.0
+    print_metrics_table(metrics)
+    assert "no cold signal (every cold item scored alike" in capsys.readouterr().out

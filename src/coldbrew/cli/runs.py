@@ -157,9 +157,18 @@ def split_label(split: str) -> str:
 
 
 def print_metrics_table(metrics: dict) -> None:
+    """One line per split and group. The cold group's ``cold_signal`` flag (1.0 on every
+    line it was) is shown only when it is 0: no cold candidate scored differently, so the
+    cold figures are ties broken by chance (docs/ranking-ties.md)."""
+    from coldbrew.evaluation.engine import COLD_SIGNAL
+
     for split, groups in metrics.items():
         for group, values in groups.items():
-            cells = "  ".join(f"{name}={value:.4f}" for name, value in values.items())
+            cells = "  ".join(
+                f"{name}={value:.4f}" for name, value in values.items() if name != COLD_SIGNAL
+            )
+            if values.get(COLD_SIGNAL) == 0.0:
+                cells += "  no cold signal (every cold item scored alike: chance-level ranks)"
             print(f"{split_label(split):10s} {group:5s} {cells}")
 
 
