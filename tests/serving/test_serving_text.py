@@ -126,3 +126,12 @@ def test_a_zoo_run_scores_a_new_items_text_as_its_server_does(films, tmp_path, c
         answer = client.post("/items/score", json={"text": TEXT, "features": [0, 1], "k": 6})
     assert answer.status_code == 200, answer.text
     assert_same(cli, answer.json()["users"])
+
+
+def test_a_run_on_the_text_block_alone_scores_a_text_alone(films, tmp_path, capsys):
+    run = tiny_text_run(tmp_path / "text-only", *films, features="text")
+    cli = cli_users(capsys, run, "--k", "6")
+    with running_server(run) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
+        answer = client.post("/items/score", json={"text": TEXT, "k": 6})
+    assert answer.status_code == 200, answer.text
+    assert_same(cli, answer.json()["users"])
