@@ -152,3 +152,12 @@ def test_a_million_string_id_interactions_load_within_ten_seconds(tmp_path):
     assert data.num_train > 900_000 and isinstance(data.item_ids[0], str)
     print(f"1M string-id interactions loaded in {seconds:.2f} s")
     assert seconds <= 10.0
+
+
+def test_every_block_keeps_its_own_values():
+    vectors = pd.DataFrame({"item": ["sku-1", "sku-2", "sku-3"], "v0": [7.0, 8.0, 9.0]})
+    data = coldbrew.Dataset.from_frames(
+        INTERACTIONS, ITEMS, categories=["genres"], numeric=["year"], vectors=vectors
+    )
+    assert data.features["numeric"][:, 0].tolist() == [1.0, -1.0, 0.0]
+    assert data.features["vectors"][:, 0].tolist() == [7.0, 8.0, 9.0]

@@ -106,10 +106,21 @@ def load_dataset(
             text_encoder=text_encoder,
             **options,
         )
+    from coldbrew.data import recbole
+
+    if recbole.detect(path):
+        return recbole.load(
+            path,
+            features=features,
+            seed=seed,
+            text_encoder=text_encoder,
+            text_vectors=text_vectors,
+            **options,
+        )
     raise DataError(
         f"{path}: no known dataset layout (expected a coldbrew.yaml naming your files, which "
         "'coldbrew data init FILES...' writes; CLCRec .npy files, train.csv + cold_val.csv, "
-        "or MovieLens u.data + u.item)"
+        "MovieLens u.data + u.item, or RecBole NAME.inter + NAME.item)"
     )
 
 

@@ -93,9 +93,9 @@ def item_content(
     repeated = sorted({c for c in named if named.count(c) > 1})
     if repeated:
         raise DataError(f"column(s) {', '.join(repeated)} named as more than one kind of content")
-    if items is not None:
-        from coldbrew.data.tables import check_columns
+    from coldbrew.data.tables import check_columns
 
+    if items is not None:
         check_columns(items, named, where["items"])
     for column in categories:
         if column in RESERVED_BLOCKS:
@@ -108,22 +108,27 @@ def item_content(
         content.columns[column] = values
     if numeric:
         matrix = numeric_block(items, list(numeric), where["items"], notes)
-        content.factories["numeric"] = lambda: matrix
+        content.factories["numeric"] = lambda matrix=matrix: matrix
         content.columns["numeric"] = list(numeric)
     if vectors is not None:
         matrix = vector_block(vectors, vector_id, item_index, where["vectors"], notes)
-        content.factories["vectors"] = lambda: matrix
+        content.factories["vectors"] = lambda matrix=matrix: matrix
     if text:
         texts = joined_texts(items, list(text))
         empty = [position for position, value in enumerate(texts) if not value]
         if empty:
             notes.append(
                 f"{len(empty)} item(s) have no text (every one of {', '.join(text)} empty, e.g. "
-                f"item {item_index[empty[0]]!r}): their text vector is zeros"
+                f"item {shown(item_index[empty[0]])}): their text vector is zeros"
             )
         content.texts = texts
         content.factories["text"] = lambda: encoded(texts, {})  # select passes the options
     return content
+
+
+def shown(value: object) -> str:
+    """An id as a message shows it: ``'sku-1'``, ``42`` (numpy scalars as plain numbers)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def joined_texts(items: pd.DataFrame, columns: list[str]) -> list[str]:
@@ -208,7 +213,9 @@ def vector_block(
     if pd.api.types.is_integer_dtype(item_index.dtype):
         ids = pd.to_numeric(ids, errors="coerce")
     if ids.duplicated().any():
-        raise DataError(f"{where}: item {ids[ids.duplicated()].iloc[0]!r} has more than one vector")
+        raise DataError(
+            f"{where}: item {shown(ids[ids.duplicated()].iloc[0])} has more than one vector"
+        )
     positions = pd.Index(ids).get_indexer(item_index)
     matrix = values.to_numpy(dtype=np.float32)
     if not np.isfinite(matrix).all():

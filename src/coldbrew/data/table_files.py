@@ -129,9 +129,11 @@ def integer_like(values: pd.Series) -> bool:
     return bool(uniques.astype(str).str.fullmatch(PLAIN_INTEGER).all())
 
 
-def read_table(path: Path, id_columns: list[str], separator: str | None = None) -> pd.DataFrame:
-    """A CSV, TSV or Parquet file as a frame, ``id_columns`` as text; a ``DataError`` naming
-    the file for anything unreadable."""
+def read_table(
+    path: Path, id_columns: list[str], separator: str | None = None, text: bool = False
+) -> pd.DataFrame:
+    """A CSV, TSV or Parquet file as a frame, ``id_columns`` (every column with ``text``) as
+    text; a ``DataError`` naming the file for anything unreadable."""
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     suffix = path.suffix.lower()
@@ -144,7 +146,7 @@ def read_table(path: Path, id_columns: list[str], separator: str | None = None) 
         frame = pd.read_csv(
             path,
             sep=separator,
-            dtype={column: str for column in id_columns},
+            dtype=str if text else {column: str for column in id_columns},
             encoding="utf-8-sig",
             engine="c",
             skipinitialspace=True,

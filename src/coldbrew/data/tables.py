@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from coldbrew.data.dataset import Dataset, interactions_to_csr
-from coldbrew.data.table_content import item_content
+from coldbrew.data.table_content import item_content, shown
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
@@ -230,7 +230,7 @@ def _item_index(items, item_id, frames, item, where) -> pd.Index:
     if repeated.any():
         first = int(np.argmax(repeated))
         raise DataError(
-            f"{where['items']}, row {first + 1}: item id {ids.iloc[first]!r} listed more than "
+            f"{where['items']}, row {first + 1}: item id {shown(ids.iloc[first])} listed more than "
             f"once ({int(ids[repeated].nunique())} id(s) repeated); give each item one row"
         )
     return pd.Index(np.sort(ids.to_numpy()))
@@ -249,7 +249,7 @@ def _item_codes(values, item_index, missing_items, where, notes) -> np.ndarray:
         count, distinct = int(unknown.sum()), int(pd.unique(values[unknown]).size)
         said = (
             f"{where}: {count} interaction(s) name {distinct} item id(s) the items table lacks "
-            f"(e.g. {values.iloc[first]!r}, row {first + 1})"
+            f"(e.g. {shown(values.iloc[first])}, row {first + 1})"
         )
         if missing_items == "error":
             raise DataError(f"{said}; add them to the items table or set missing_items: drop")
@@ -297,7 +297,7 @@ def _cold_items(matrices, item_index, where, notes) -> np.ndarray:
         if len(both):
             raise DataError(
                 f"{where[split]}: {len(both)} item(s) also have training interactions (e.g. "
-                f"{item_index[both[0]]!r}); a cold file may only name items the training file lacks"
+                f"{shown(item_index[both[0]])}); a cold file may only name items the training file lacks"
             )
     held = np.zeros(len(item_index), dtype=bool)
     for split in ("val", "test"):
