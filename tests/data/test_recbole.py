@@ -9,7 +9,7 @@ import pytest
 
 from coldbrew.data import load_dataset
 from coldbrew.errors import DataError
-from tests.conftest import shared_path
+from conftest import shared_path
 
 INTER = (
     "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
