@@ -102,3 +102,15 @@ def test_the_cold_signal_flag_is_shown_only_when_there_is_none(capsys):
     metrics["val"]["cold"]["cold_signal"] = 0.0
     print_metrics_table(metrics)
     assert "no cold signal (every cold item scored alike" in capsys.readouterr().out
+
+
+def test_train_without_data_is_refused_not_run_on_generated_data(tmp_path, capsys):
+    assert main(["train", "--epochs", "1", "--out", str(tmp_path / "run")]) == 2
+    error = capsys.readouterr().err
+    assert "no --data given: name the data to train on, e.g. --data ml-100k" in error
+    assert "--data synthetic trains on generated data" in error
+    assert not (tmp_path / "run").exists()
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("data_path: synthetic:small\n")  # a preset may name it (any spelling)
+    args = build_parser().parse_args(["train", "--config", str(preset)])
+    assert train_config(args).data == "synthetic:small"

@@ -15,11 +15,13 @@ TRAIN_EXAMPLES = """Examples:
   coldbrew train --config configs/clcrec_movielens.yaml --data DIR --trust-pickle --out runs/orig
   coldbrew train --resume runs/ml1m --epochs 60     # continue a run (only how it runs may
                                                     # change: --epochs, --patience, --device ...)
-  coldbrew train --model_name=CLCRec --l_r=0.001 --num_neg=128 --has_v=True   # original flags
+  coldbrew train --model_name=CLCRec --data_path=Data/movielens --trust-pickle --l_r=0.001
+                                                    # the original main.py's flags
   coldbrew train --data ml-1m-coldstart --features genre,text --seeds 1,2,3 --out runs/ml1m-3
   coldbrew train --resume runs/ml1m-3               # finished seeds are skipped
 
-Options come from --config YAML (flat, or a model's options under its name), then flags."""
+Options come from --config YAML (flat, or a model's options under its name), then flags.
+--data (or data: in --config) is required; --data synthetic trains on generated data."""
 
 
 def add_parsers(commands) -> None:
@@ -173,7 +175,7 @@ def print_metrics_table(metrics: dict) -> None:
 
 
 def train_config(args: argparse.Namespace):
-    from coldbrew.config import Flags, check_usable_options, load_yaml, make_config
+    from coldbrew.config import Flags, canonical_key, check_usable_options, load_yaml, make_config
     from coldbrew.training.run import resume_config
 
     if args.resume and args.out:
@@ -186,7 +188,18 @@ def train_config(args: argparse.Namespace):
         return config
     config = make_config(preset, Flags(flags))
     check_usable_options(config, flags)
+    if "data" not in {canonical_key(str(key)) for key in [*flags, *preset]}:
+        raise ColdbrewError(NO_DATA)
     return config
+
+
+# a run on generated data, trained because --data was forgotten, looked like a real one (its
+# only sign a line saying "training clcrec on synthetic"): train names its data or refuses
+NO_DATA = (
+    "no --data given: name the data to train on, e.g. --data ml-100k, --data ml-1m-coldstart "
+    "or --data DIR (your own files: coldbrew data init); --data synthetic trains on generated "
+    "data to try coldbrew out"
+)
 
 
 # the options that let a finished run train on (resume_config allows each to change)
