@@ -186,7 +186,7 @@ def id_kind(values: pd.Series, what: str, where: str) -> str:
         if fractional.any():
             raise DataError(
                 f"{where}, row {int(np.argmax(fractional)) + 1}: {what} id "
-                f"{values.iloc[int(np.argmax(fractional))]!r} is not a whole number"
+                f"{shown(values.iloc[int(np.argmax(fractional))])} is not a whole number"
             )
         return "int"
     kind = pd.api.types.infer_dtype(values, skipna=False)
@@ -344,6 +344,12 @@ def timestamps(values: pd.Series, where: str) -> np.ndarray:
     numbers = pd.to_numeric(values, errors="coerce")
     if not numbers.isna().any():
         return numbers.to_numpy(dtype=np.float64)
+    if numbers.notna().mean() > 0.5:  # mostly numbers: name the first other
+        first = int(np.argmax(numbers.isna().to_numpy()))
+        raise DataError(
+            f"{where}, row {first + 1}: timestamp {values.iloc[first]!r} is not a number like "
+            f"the others ({int(numbers.isna().sum())} such row(s))"
+        )
     dates = pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
     bad = dates.isna().to_numpy()
     if bad.any():
