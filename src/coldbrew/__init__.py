@@ -39,6 +39,17 @@ def _check_split(dataset, split: str) -> None:
         raise DataError(f"{dataset.name} has no {split} split to evaluate (it has: {present})")
 
 
+def load_dataset(path_or_name, **options):
+    """``coldbrew.data.load_dataset`` (its options: ``features``, ``seed``, ``text_encoder``
+    ...), after torch's thread count is chosen as every entry point chooses it (the free
+    cores: ``coldbrew.system.threads.ensure_threads``; a choice already made stands)."""
+    from coldbrew.data import load_dataset as _load_dataset
+    from coldbrew.system.threads import ensure_threads
+
+    ensure_threads()
+    return _load_dataset(path_or_name, **options)
+
+
 def load_run(run_dir, *, data=None, device="auto"):
     """A trained run's best checkpoint, ready for ``.recommend(user=... | item_text=...)``."""
     from coldbrew.recommend import load_run as _load_run
@@ -47,7 +58,7 @@ def load_run(run_dir, *, data=None, device="auto"):
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Dataset", "load_dataset"):
+    if name == "Dataset":
         import coldbrew.data
 
         return getattr(coldbrew.data, name)

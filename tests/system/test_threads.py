@@ -188,3 +188,16 @@ def test_the_server_export_and_blend_take_the_choice_too(command, monkeypatch):
     }[command]
     main(argv)
     assert seen["n"] == 3
+
+
+def test_the_python_apis_load_dataset_takes_the_choice_first(monkeypatch):
+    import coldbrew
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_applied", [None])
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(before + 1, "t"))
+    try:
+        dataset = coldbrew.load_dataset("synthetic:small", seed=1)
+        assert torch.get_num_threads() == before + 1 and dataset.num_users > 0
+    finally:
+        torch.set_num_threads(before)
