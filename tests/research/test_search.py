@@ -314,3 +314,21 @@ def test_a_log_range_with_zero_can_start_from_and_draw_exactly_zero(tmp_path):
 def test_zero_goes_with_a_log_uniform_range_only(spec):
     with pytest.raises(ColdbrewError, match="zero: true goes with a log_uniform range"):
         parse_space({"weight_decay": spec}, (BASE,))
+
+
+def test_a_trial_on_folds_trains_every_fold_and_is_their_mean(tmp_path):
+    """With --folds K each trial trains K fold runs; its value is their mean val metric, and no
+    fold run holds the report split (no trial reads it)."""
+    require("optuna")
+    base = {**BASE, "folds": 2, "epochs": 1}
+    space = parse_space({"lr": {"categorical": [GOOD]}, "dim": 16}, (base,))
+    options = {"startup_trials": 1, "warmup_epochs": 0, "tensorboard": False, "plot": False}
+    out = tmp_path / "study"
+    result = search((base,), space, out, trials=1, log=lambda line: None, **options)
+    folds = [
+        json.loads((out / "trial-000" / f"fold-{fold}" / "results.json").read_text())
+        for fold in range(2)
+    ]
+    assert all(set(run["per_seed"]["1"]["metrics"]) == {"val"} for run in folds)
+    values = [run["metrics"]["val"]["cold"]["recall@5"]["mean"] for run in folds]
+    assert result["best"]["value"] == pytest.approx(sum(values) / 2)

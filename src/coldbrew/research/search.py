@@ -314,7 +314,10 @@ def search(
         raise ColdbrewError(f"--objective is {objective!r}; expected {' or '.join(OBJECTIVES)}")
     if objective == "joint" and "cold_candidates" in space.dimensions:
         raise ColdbrewError("cold_candidates cannot be searched with --objective joint")
-    check_study_dir(out) if storage is None else check_out_dir(out)
+    if storage is None:
+        check_study_dir(out)
+    else:
+        check_out_dir(out)  # whose study it is: check_shared_folder, once the storage is open
     base_layers = (*base_layers, space.fixed)
     base = make_config(*base_layers)
     cache = DataCache()
@@ -386,7 +389,7 @@ def run_study(
             trials,
             timeout=timeout,
             wait=place is not None and beats(place),
-            poll=min(5.0, heartbeat),
+            poll=min(1.0, heartbeat),
             catch=(ColdbrewError,),
             callbacks=[report],
         )
@@ -408,6 +411,17 @@ def make_objective(
         trial.set_user_attr("run_dir", run_dir.name)
         hook = PruningHook(trial, config.epochs, prune=model_spec(config.model).trains)
         options = {"on_epoch_end": hook, "tensorboard": tensorboard, "plot": plot, "log": log}
+        if config.folds:  # every fold, its value the folds' mean (coldbrew.research.fold_trials)
+            from coldbrew.research.fold_trials import fold_trial
+
+            value, values = fold_trial(
+                config, run_dir, seeds, cache=cache, monitor=monitor, kind=kind, options=options
+            )
+            if values:
+                trial.set_user_attr("conventions", values)
+            if value is None:
+                raise ColdbrewError(f"trial {trial.number}: {monitor.key} was not measured")
+            return value
         if seeds:
             results = train_seeds(config, run_dir, seeds, load_data=cache, **options)
         else:
