@@ -112,6 +112,34 @@ def test_a_study_folder_belongs_to_one_study(tmp_path):
         search((base,), space, tmp_path / "shared", storage=journal, study_name="b", **options)
 
 
+def test_the_command_line_shares_a_study_through_a_journal_file(tmp_path, capsys):
+    require("optuna")
+    from coldbrew.cli import main
+
+    space = tmp_path / "space.yaml"
+    space.write_text("lr: {log_uniform: [0.001, 0.1]}\n")
+    journal = tmp_path / "shared" / "study.log"
+    command = ["search", "--space", str(space), "--trials", "2", "--storage", f"journal:{journal}"]
+    command += ["--study-name", "mine", "--data", "synthetic:small,users=120,items=80"]
+    command += [
+        "--epochs",
+        "1",
+        "--quiet",
+        "--no-tensorboard",
+        "--early-stop-metric",
+        "cold/recall@5",
+    ]
+    command += ["--ks", "5"]
+    assert main([*command, "--out", str(tmp_path / "a")]) == 0
+    assert main([*command, "--trials", "3", "--out", str(tmp_path / "b")]) == 0
+    output = capsys.readouterr().out
+    assert "study mine (shared; trials written in" in output
+    assert counted_states(tmp_path / "b") == ["complete"] * 3  # the study's, from both folders
+    assert [path.name for path in (tmp_path / "b").glob("trial-*")] == ["trial-002"]
+    saved = json.loads((tmp_path / "b" / "storage.json").read_text())
+    assert saved == {"storage": f"journal:{journal}", "study": "mine"}
+
+
 def worker(url: str, out: Path, space: Path, trials: int, *flags: str) -> subprocess.Popen:
     """``coldbrew search`` in a process of its own, sharing the study ``url`` holds."""
     command = [sys.executable, "-c", "import sys; from coldbrew.cli import main; sys.exit(main())"]
