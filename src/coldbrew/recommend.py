@@ -64,11 +64,11 @@ class LoadedRun:
         if not is_integer(k) or k < 1:
             raise ColdbrewError(f"k must be at least 1 (an integer), not {k!r}")
         if user is not None:
-            if not is_integer(user):
+            if not has_text_ids(self.dataset.user_ids) and not is_integer(user):
                 raise ColdbrewError(
                     f"user must be an integer id (the data's own numbering), not {user!r}"
                 )
-            return self._items_for(int(user), k)
+            return self._items_for(user, k)
         if item_text is not None and not item_text.strip():
             raise ColdbrewError("item text is empty: give the new item's title, genres, plot ...")
         if item_features is not None:  # with a text in its block, zero others are no warning
@@ -148,7 +148,7 @@ class LoadedRun:
             vector[position[name.strip().casefold()]] = 1.0
         return vector
 
-    def _items_for(self, user: int, k: int) -> list[dict]:
+    def _items_for(self, user: int | str, k: int) -> list[dict]:
         dataset = self.dataset
         row = internal_id(dataset.user_ids, user, "user", dataset.num_users)
         users = torch.tensor([row], device=self.device)
@@ -258,8 +258,19 @@ def is_all_zero(array: np.ndarray) -> bool:
     return bool(array.size) and not array.any()
 
 
-def internal_id(source_ids: np.ndarray | None, wanted: int, what: str, count: int) -> int:
-    """The internal row of the source id ``wanted`` (the data's own numbering)."""
+def has_text_ids(source_ids: np.ndarray | None) -> bool:
+    """Whether the data's ids are text (SKUs, UUIDs: ``coldbrew.data.tables``), not integers."""
+    return source_ids is not None and np.asarray(source_ids).dtype.kind not in "iu"
+
+
+def internal_id(source_ids: np.ndarray | None, wanted, what: str, count: int) -> int:
+    """The internal row of the source id ``wanted`` (the data's own id: an integer, or text
+    where the data's ids are text)."""
+    if has_text_ids(source_ids):
+        found = np.flatnonzero(np.asarray(source_ids) == str(wanted))
+        if len(found):
+            return int(found[0])
+        raise ColdbrewError(f"{what} {str(wanted)!r} is not in the data")
     if source_ids is None:
         if 0 <= wanted < count:
             return int(wanted)
@@ -270,8 +281,12 @@ def internal_id(source_ids: np.ndarray | None, wanted: int, what: str, count: in
     raise ColdbrewError(f"{what} {wanted} is not in the data")
 
 
-def source_id(source_ids: np.ndarray | None, row: int) -> int:
-    return int(row if source_ids is None else source_ids[row])
+def source_id(source_ids: np.ndarray | None, row: int) -> int | str:
+    """The data's own id of internal ``row``: a Python ``int``, or ``str`` for text ids."""
+    if source_ids is None:
+        return int(row)
+    value = source_ids[row]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def load_run(

@@ -39,7 +39,9 @@ def add_parser(commands) -> None:
     )
     recommend.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
     # --user, or a new item: its text and/or features (checked by LoadedRun.recommend)
-    recommend.add_argument("--user", type=int, help="a user id in the data's own numbering")
+    recommend.add_argument(
+        "--user", help="a user id as the data gives it (42; c2 where the data's ids are text)"
+    )
     recommend.add_argument("--item-text", help="a new item's text (title, genres, plot ...)")
     # not --item-features: that is the LM's training switch; the old spelling still works
     recommend.add_argument(
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.item_genres is not None:
         columns = [name for name in args.item_genres.split(",") if name.strip()]
     rows = loaded.recommend(
-        user=args.user,
+        user=user_id(args.user, loaded.dataset.user_ids),
         item_text=args.item_text,
         item_features=features,
         k=args.k,
@@ -103,3 +105,17 @@ def run(args: argparse.Namespace) -> int:
         text = f"  {row['text'][:70]}" if row.get("text") else ""
         print(f"{row['rank']:4d}  {who:12s} {row['score']:9.4f}{extra}{text}")
     return 0
+
+
+def user_id(text: str | None, source_ids) -> int | str | None:
+    """``--user`` as the run's ids are: text where they are text, else an integer."""
+    from coldbrew.recommend import has_text_ids
+
+    if text is None or has_text_ids(source_ids):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ColdbrewError(
+            f"--user must be an integer id (the data's own numbering), not {text!r}"
+        ) from None
