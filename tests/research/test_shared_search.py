@@ -140,6 +140,14 @@ def test_the_command_line_shares_a_study_through_a_journal_file(tmp_path, capsys
     assert saved == {"storage": f"journal:{journal}", "study": "mine"}
 
 
+def test_a_password_never_reaches_the_study_folder():
+    from coldbrew.research.shared_study import display_url
+
+    assert display_url("postgresql://me:s3cr@t@db:5432/x") == "postgresql://me:***@db:5432/x"
+    assert display_url("postgresql://me@db/x") == "postgresql://me@db/x"
+    assert display_url("journal:/a:b@c/log") == "journal:/a:b@c/log"
+
+
 def worker(url: str, out: Path, space: Path, trials: int, *flags: str) -> subprocess.Popen:
     """``coldbrew search`` in a process of its own, sharing the study ``url`` holds."""
     command = [sys.executable, "-c", "import sys; from coldbrew.cli import main; sys.exit(main())"]

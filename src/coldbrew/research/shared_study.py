@@ -65,7 +65,7 @@ def interrupted_trials(study) -> set[int]:
 
 def display_url(storage: str) -> str:
     """``storage`` without its password, for logs and the study folder."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", storage)
+    return re.sub(r"(://[^:/@]*):[^/]*@", r"\1:***@", storage)
 
 
 def open_storage(storage: str, heartbeat: int, log: Callable[[str], None]):
@@ -187,10 +187,6 @@ def saved_settings(study, wait: float) -> dict | None:
     while (saved := study.user_attrs.get("settings")) is None and time.monotonic() < deadline:
         time.sleep(0.2)
     return saved
-
-
-class Surplus(Exception):
-    """A trial started after the study's total was reached (two workers asked at once)."""
 
 
 def counted(trial, interrupted: set[int]) -> bool:
