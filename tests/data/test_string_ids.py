@@ -55,3 +55,27 @@ def test_an_integer_data_refuses_a_text_user(capsys, tmp_path):
     )
     with pytest.raises(ColdbrewError, match="--user must be an integer id .*not 'c2'"):
         user_id("c2", np.arange(3))
+
+
+def test_export_and_serve_keep_the_text_ids(string_run, tmp_path, capsys):
+    import urllib.request
+
+    from coldbrew.serving.export_format import read_manifest, read_vectors
+    from serving_support import running_server
+
+    out = tmp_path / "export"
+    assert main(["export", "--run", str(string_run), "--out", str(out)]) == 0
+    vectors = read_vectors(out)
+    assert vectors.user_ids[7] == "c07" and vectors.item_ids[0] == "SKU-0"
+    assert read_manifest(out)["text_ids"]["item_ids"][:2] == ["SKU-0", "SKU-1"]
+    for source in (out, string_run):  # an export, and a run served directly
+        with running_server(source) as (base, _):
+            with urllib.request.urlopen(f"{base}/users/c07/items?k=3") as answer:
+                body = json.loads(answer.read())
+            assert body["user"] == "c07" and body["items"][0]["item"].startswith("SKU-")
+            try:
+                urllib.request.urlopen(f"{base}/users/c999/items")
+            except urllib.error.HTTPError as error:
+                assert error.code == 404 and "c999 is not in the data" in error.read().decode()
+            else:
+                raise AssertionError("an unknown user was answered")

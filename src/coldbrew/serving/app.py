@@ -139,7 +139,8 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         query = request.query_params
         check_query(request, ("k", "fields"))
         text = parse_fields(query.get("fields", ""))
-        user, k = parse_user(request.path_params["user"]), parse_k(query.get("k", "20"))
+        user = parse_user(request.path_params["user"], text=catalogue.text_user_ids)
+        k = parse_k(query.get("k", "20"))
         return Response(catalogue.items_json(user, k, text=text), media_type="application/json")
 
     @app.post(

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
-from coldbrew.recommend import key_order, top_by_score_then_key
+from coldbrew.recommend import has_text_ids, key_order, source_id, top_by_score_then_key
 from coldbrew.serving.export_format import Vectors
 
 # the depth reader is renamed: load_catalogue's search_depth parameter would shadow it
@@ -68,7 +68,9 @@ class Catalogue:
     def __post_init__(self) -> None:
         self.users = torch.from_numpy(np.ascontiguousarray(self.vectors.users, np.float32))
         self.items = torch.from_numpy(np.ascontiguousarray(self.vectors.items, np.float32))
-        self.user_row = {int(u): row for row, u in enumerate(self.vectors.user_ids.tolist())}
+        # the data's own ids: int, or str where they are text (coldbrew.data.tables)
+        self.user_row = {u: row for row, u in enumerate(self.vectors.user_ids.tolist())}
+        self.text_user_ids = has_text_ids(self.vectors.user_ids)
         self.item_ids = self.vectors.item_ids.tolist()
         self.known_items = set(self.item_ids)
         cold = np.zeros(len(self.item_ids), dtype=bool)
@@ -230,7 +232,7 @@ class Catalogue:
         values, rows = top_by_score_then_key(scores, k, order=self.user_order)
         user_ids = self.vectors.user_ids
         return [
-            {"rank": rank + 1, "user": int(user_ids[row]), "score": score}
+            {"rank": rank + 1, "user": source_id(user_ids, row), "score": score}
             for rank, (score, row) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
         ]
 
@@ -248,7 +250,7 @@ class Catalogue:
         when it is taken or no next id fits the export's int64 ids."""
         taken = self.known_items | {item.id for item in self.added}
         if item_id is None:
-            item_id = max(taken, default=-1) + 1
+            item_id = max((t for t in taken if isinstance(t, int)), default=-1) + 1
             if item_id > MAX_ID:
                 raise BadRequest(
                     f"no automatic id is left: the largest id taken is {MAX_ID} (int64's "

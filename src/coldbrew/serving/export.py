@@ -63,8 +63,13 @@ def check_dot_product(model, users: torch.Tensor, items: torch.Tensor) -> None:
 
 
 def _ids(source_ids, count: int) -> np.ndarray:
+    """The data's own ids: int64, or an object array of ``str`` where they are text."""
+    from coldbrew.recommend import has_text_ids
+
     if source_ids is None:
         return np.arange(count, dtype=np.int64)
+    if has_text_ids(source_ids):
+        return np.asarray(source_ids, dtype=object)
     return np.asarray(source_ids, dtype=np.int64)
 
 

@@ -4,7 +4,9 @@
                              convention (score = user · item), feature blocks, new-item recipe
     DIR/vectors.safetensors  users (U, D) f32, items (I, D) f32, user_ids (U,) i64,
                              item_ids (I,) i64, cold_items (C,) i64, train_indptr (U + 1,) i64,
-                             train_indices (nnz,) i64  (each user's training items, CSR rows)
+                             train_indices (nnz,) i64  (each user's training items, CSR rows);
+                             where the data's ids are text, user_ids / item_ids hold the rows
+                             0..n-1 and the manifest's "text_ids" the ids themselves
     DIR/model.safetensors    the model's learned state (its content encoder among it), when the
                              model can score a new item; rebuilt with DIR/config.yaml
     DIR/config.yaml          the run's configuration (YAML text)
@@ -43,8 +45,8 @@ class Vectors:
 
     users: np.ndarray  # (U, D) float32
     items: np.ndarray  # (I, D) float32
-    user_ids: np.ndarray  # (U,) int64, internal row -> the data's own id
-    item_ids: np.ndarray  # (I,) int64
+    user_ids: np.ndarray  # (U,) int64 (or object str: text ids), internal row -> the data's id
+    item_ids: np.ndarray  # (I,) int64 (or object str)
     cold_items: np.ndarray  # (C,) int64 internal rows of items with no training interactions
     train_indptr: np.ndarray  # (U + 1,) int64
     train_indices: np.ndarray  # (nnz,) int64 internal item rows
@@ -71,7 +73,11 @@ def data_digest(vectors: Vectors, features: dict | None = None) -> str:
     digest = hashlib.sha256()
     for name in ("user_ids", "item_ids", "cold_items", "train_indptr", "train_indices"):
         digest.update(name.encode())
-        digest.update(np.ascontiguousarray(getattr(vectors, name), dtype=np.int64).tobytes())
+        ids = getattr(vectors, name)
+        if ids.dtype == object:  # text ids
+            digest.update("\n".join(map(str, ids)).encode())
+            continue
+        digest.update(np.ascontiguousarray(ids, dtype=np.int64).tobytes())
     for name, array in (features or {}).items():
         digest.update(name.encode())
         digest.update(np.ascontiguousarray(array, dtype=np.float32).tobytes())
@@ -100,6 +106,13 @@ def write_export(
         arrays = {name: np.ascontiguousarray(getattr(vectors, name)) for name in ARRAYS}
         arrays["users"] = arrays["users"].astype(np.float32)
         arrays["items"] = arrays["items"].astype(np.float32)
+        text_ids = {}
+        for name in ("user_ids", "item_ids"):
+            if arrays[name].dtype == object:  # text ids: in the manifest, rows in the tensors
+                text_ids[name] = [str(value) for value in arrays[name]]
+                arrays[name] = np.arange(len(arrays[name]))
+        if text_ids:
+            manifest = {**manifest, "text_ids": text_ids}
         for name in ARRAYS[2:]:
             arrays[name] = arrays[name].astype(np.int64)
         save_file(arrays, str(staging / VECTORS), metadata={"format": FORMAT})
@@ -168,6 +181,9 @@ def read_vectors(folder: Path | str) -> Vectors:
     missing = [name for name in ARRAYS if name not in arrays]
     if missing:
         raise ColdbrewError(f"{folder / VECTORS} lacks {', '.join(missing)}")
+    for name, ids in (manifest.get("text_ids") or {}).items():
+        if name in ("user_ids", "item_ids"):
+            arrays[name] = np.array(ids, dtype=object)
     vectors = Vectors(
         **{name: arrays[name] for name in ARRAYS}, item_text=manifest.get("item_text")
     )

@@ -100,7 +100,7 @@ def item_fields(
             rest += f', "title": {dumps(titles[row])}'
             if texts is not None:
                 rest += f', "text": {dumps(texts[row])}'
-        rows.append((f'"item": {item}', rest))
+        rows.append((f'"item": {dumps(item)}', rest))
     return rows
 
 
@@ -113,7 +113,7 @@ def added_fields(item: int, text: str | None, with_text: bool) -> Fields:
     return f'"item": {item}', rest
 
 
-def render_items(user: int, values: np.ndarray, rows: np.ndarray, fields: ItemFields) -> str:
+def render_items(user: int | str, values: np.ndarray, rows: np.ndarray, fields: ItemFields) -> str:
     """``{"user": ..., "items": [{"rank", "item", "score", ...}]}`` as JSON text; a score is
     written as ``json.dumps`` writes it (``repr`` of the float)."""
     if not np.isfinite(values).all():
@@ -123,4 +123,4 @@ def render_items(user: int, values: np.ndarray, rows: np.ndarray, fields: ItemFi
     for rank, (score, row) in enumerate(zip(values.tolist(), rows.tolist(), strict=True), 1):
         item, rest = fields.catalogue[row] if row < base else fields.added(row - base)
         parts.append(f'{{"rank": {rank}, {item}, "score": {score!r}, {rest}}}')
-    return f'{{"user": {int(user)}, "items": [{", ".join(parts)}]}}'
+    return f'{{"user": {json.dumps(user)}, "items": [{", ".join(parts)}]}}'

@@ -74,7 +74,10 @@ def parse_fields(value: str) -> bool:
     return "text" in wanted
 
 
-def parse_user(value: str) -> int:
+def parse_user(value: str, text: bool = False) -> int | str:
+    """A path's user id: an integer, or the text as it is where the data's ids are text."""
+    if text and value:
+        return value
     if INTEGER.fullmatch(value) is None:
         raise BadRequest(f"user must be an integer id, not {value[:40]!r}", 422)
     return int(value)
