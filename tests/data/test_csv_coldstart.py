@@ -108,6 +108,15 @@ def test_genre_features_and_texts(tmp_path):
     ]
     assert dataset.item_text[0] == "The Matrix (1999). Genres: Action, Sci-Fi."
     assert dataset.item_text[3] == "Unlisted Film (1990)."
+    assert not any("no title and no genres" in note for note in dataset.notes)
+
+
+def test_an_item_with_no_text_at_all_is_noted(tmp_path):
+    dataset = load(write_split(tmp_path, **{"items.csv": ITEMS + '60,"",""\n'}))
+    assert dataset.item_text[5] == "."
+    assert "items.csv: 1 item(s) have no title and no genres (e.g. iid 60)" in " ".join(
+        dataset.notes
+    )
 
 
 def test_extra_info_joins_by_title_and_year(tmp_path):

@@ -74,6 +74,12 @@ def load(
         extra, note = match_extra_info(titles, read_extra_info(path / EXTRA_INFO_FILE))
         notes.append(note)
     texts = item_texts([display_title(title) for title in titles], genres, extra)
+    empty = [iid for iid, text in zip(item_ids.tolist(), texts, strict=True) if text == "."]
+    if empty:
+        notes.append(
+            f"items.csv: {len(empty)} item(s) have no title and no genres (e.g. iid {empty[0]}): "
+            "their text is '.', which says nothing"
+        )
     available = {
         "genre": lambda: genre_multi_hot(genres)[0],
         "text": lambda: text_embeddings(texts, options),
