@@ -138,6 +138,9 @@ def test_the_command_line_shares_a_study_through_a_journal_file(tmp_path, capsys
     assert [path.name for path in (tmp_path / "b").glob("trial-*")] == ["trial-002"]
     saved = json.loads((tmp_path / "b" / "storage.json").read_text())
     assert saved == {"storage": f"journal:{journal}", "study": "mine"}
+    alone = ["search", "--space", str(space), "--trials", "1", "--out", "x", "--heartbeat", "5"]
+    assert main(alone) == 2
+    assert "--study-name and --heartbeat go with --storage URL" in capsys.readouterr().err
 
 
 def test_a_password_never_reaches_the_study_folder():

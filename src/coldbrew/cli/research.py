@@ -104,14 +104,12 @@ def add_parsers(commands) -> None:
     )
     search.add_argument(
         "--study-name",
-        default="coldbrew",
         metavar="NAME",
         help="the study's name in --storage, so one database holds many (default coldbrew)",
     )
     search.add_argument(
         "--heartbeat",
         type=int,
-        default=60,
         metavar="S",
         help="with a database: seconds between a trial's heartbeats; a trial silent for twice "
         "that is taken as dead and its settings tried again (default 60)",
@@ -198,6 +196,9 @@ def run_search(args: argparse.Namespace) -> int:
         raise ColdbrewError("give --seed N or --seeds LIST, not both")
     if args.startup_trials < 0 or args.prune_warmup < 0:
         raise ColdbrewError("--startup-trials and --prune-warmup must be at least 0")
+    shared = {"study_name": args.study_name, "heartbeat": args.heartbeat}
+    if args.storage is None and any(value is not None for value in shared.values()):
+        raise ColdbrewError("--study-name and --heartbeat go with --storage URL")
     base_layers = (load_yaml(args.config) if args.config else {}, Flags(flags))
     space = load_space(args.space, base_layers)
     result = search(
@@ -212,8 +213,7 @@ def run_search(args: argparse.Namespace) -> int:
         objective=args.objective,
         tensorboard=args.tensorboard,
         storage=args.storage,
-        study_name=args.study_name,
-        heartbeat=args.heartbeat,
+        **{name: value for name, value in shared.items() if value is not None},
         log=print,
     )
     if args.json:
