@@ -161,3 +161,39 @@ def test_every_block_keeps_its_own_values():
     )
     assert data.features["numeric"][:, 0].tolist() == [1.0, -1.0, 0.0]
     assert data.features["vectors"][:, 0].tolist() == [7.0, 8.0, 9.0]
+
+
+@pytest.mark.slow
+def test_ml1m_coldstart_as_plain_tables_with_text_ids_is_the_same_data(tmp_path, capsys):
+    """The prepared layout rewritten as plain tables (ids u1/m1 as text), through data init:
+    the same interactions, cold items and genre block, item for item."""
+    from coldbrew.cli import main
+    from conftest import shared_path
+
+    source = shared_path("ml-1m-coldstart")
+    for name, out in (("train.csv", "ratings.csv"), ("cold_val.csv", "cold_val.csv")):
+        pairs = pd.read_csv(source / name)
+        pairs = pd.DataFrame(
+            {"user": "u" + pairs.uid.astype(str), "item": "m" + pairs.iid.astype(str)}
+        )
+        pairs.to_csv(tmp_path / out, index=False)
+    items = pd.read_csv(source / "items.csv")
+    items.assign(iid="m" + items.iid.astype(str)).rename(columns={"iid": "item"}).to_csv(
+        tmp_path / "movies.csv", index=False
+    )
+    files = [str(tmp_path / name) for name in ("ratings.csv", "movies.csv", "cold_val.csv")]
+    assert main(["data", "init", *files]) == 0
+    assert "'title' is text" in capsys.readouterr().out
+    plain = load_dataset(tmp_path, features=["genres"])
+    prepared = load_dataset(source, features=["genre"])
+    order = [int(i[1:]) for i in plain.item_ids]  # plain row -> prepared iid
+    items_at = np.searchsorted(prepared.item_ids, order)
+    users_at = np.searchsorted(prepared.user_ids, [int(u[1:]) for u in plain.user_ids])
+    for mine, theirs in (
+        (plain.train, prepared.train),
+        (plain.splits["val"]["cold"], prepared.splits["val"]["cold"]),
+    ):
+        assert (mine != theirs[users_at][:, items_at]).nnz == 0
+    assert sorted(items_at[plain.cold_items]) == list(prepared.cold_items)
+    assert plain.feature_columns["genres"] == prepared.feature_columns["genre"]
+    assert torch.equal(plain.features["genres"], prepared.features["genre"][items_at])
