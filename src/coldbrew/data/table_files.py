@@ -48,12 +48,7 @@ def detect(path: Path) -> bool:
 
 def read_spec(path: Path) -> dict:
     """``coldbrew.yaml``'s settings, checked: known keys, the files present, lists of names."""
-    from coldbrew.config import ColdbrewError, load_yaml
-
-    try:
-        spec = load_yaml(path)
-    except ColdbrewError as error:
-        raise DataError(str(error)) from None
+    spec = _load_yaml(path)
     unknown = sorted(set(map(str, spec)) - set(KEYS))
     if unknown:
         raise DataError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
@@ -72,6 +67,24 @@ def read_spec(path: Path) -> dict:
     if "min_rating" in spec and not isinstance(spec["min_rating"], int | float):
         raise DataError(f"{path}: min_rating must be a number, not {spec['min_rating']!r}")
     return spec
+
+
+def _load_yaml(path: Path) -> dict:
+    """The YAML mapping in ``path``, or a one-line ``DataError`` (what is wrong, and where)."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not UTF-8 text") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or "unreadable"
+        raise DataError(f"{path} is not valid YAML: {problem}{where}") from None
+    if not isinstance(loaded, dict):
+        raise DataError(f"{path} must be a mapping of key: value (interactions: FILE, ...)")
+    return loaded
 
 
 def load(path: Path, *, features=None, seed: int = 1, text_vectors: bool = True, **options):
