@@ -14,6 +14,8 @@ LEADERBOARD_EXAMPLES = """Examples:
   coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
       --epochs 20 --out runs/board-100k --markdown
   coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \
+      --seeds 1 --folds 5 --jobs 2 --out runs/folds   # folds choose, all of validation reports
   coldbrew leaderboard --data ml-100k --features genre,text --models knn,deepmusic,gar,ridge \\
       --seeds 1,2 --jobs 2 --out runs/board-2    # two models at once, one per core
 Running the same command again trains only what is missing and prints the table."""

@@ -109,7 +109,7 @@ def lead_lines(board: dict) -> list[str]:
     difference in fold Recall@20, and whether it holds."""
     lines = []
     for convention, lead in (board.get("leads") or {}).items():
-        if not lead.get("best"):
+        if not lead.get("best") or not lead["versus"]:
             continue
         lines.append(f"{convention}: {lead['best']} is best on the folds; its lead over")
         for name, interval in sorted(lead["versus"].items(), key=lambda item: item[1]["mean"]):
