@@ -120,3 +120,16 @@ def test_a_run_records_which_items_it_made_cold(tmp_path):
     assert main(["train", "--data", str(tmp_path), *flags, "--out", str(out)]) == 0
     made = json.loads((out / "results.json").read_text())["dataset"]["cold_split"]
     assert made["kind"] == "time" and made["items"] == [f"i{i}" for i in range(30, 40)]
+
+
+def test_data_info_shows_the_cold_split_a_run_would_make(tmp_path, capsys):
+    import pandas as pd
+
+    from coldbrew.cli import main
+
+    frame = pd.DataFrame({"user": [1, 1, 2, 2, 3, 3], "item": list("abcdef"), "ts": range(6)})
+    frame.to_csv(tmp_path / "events.csv", index=False)
+    (tmp_path / "coldbrew.yaml").write_text("interactions: events.csv\ntimestamp: ts\n")
+    assert main(["data", "info", str(tmp_path), "--cold-split", "time:0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "'items': ['d', 'e', 'f']" in out and "note: cold_split time:0.5: 3 of 6 items" in out

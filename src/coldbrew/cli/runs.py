@@ -54,6 +54,12 @@ def add_parsers(commands) -> None:
     info.add_argument(
         "--selection-seed", default="0", help="seed of the report half (default: 0, as train)"
     )
+    info.add_argument(
+        "--cold-split",
+        default="files",
+        metavar="files|time:F|random:F",
+        help="which items are cold, as train chooses them (default: files, the data's own)",
+    )
     info.add_argument("--json", action="store_true", help="print one JSON object")
     convert = data.add_parser(
         "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
@@ -386,6 +392,9 @@ def run_data(args: argparse.Namespace) -> int:
         seed=seed,
         text_encoder=args.text_encoder,
     )
+    from coldbrew.data.cold_split import apply_cold_split
+
+    dataset = apply_cold_split(dataset, args.cold_split, selection_seed)  # as train does
     dataset = carve_report(dataset, share, selection_seed)  # the halves a run sees
     summary = dataset.summary()
     if dataset.item_text is not None and "text" in dataset.features:
@@ -396,6 +405,9 @@ def run_data(args: argparse.Namespace) -> int:
         from coldbrew.data.dataset import describe_layout
 
         summary.pop("feature_columns", None)  # said below, in the new item vector's order
+        if "cold_split" in summary:  # every cold item's id is in --json; here the first few
+            made = summary["cold_split"]["items"]
+            summary["cold_split"]["items"] = made[:5] + (["..."] if len(made) > 5 else [])
         for key, value in summary.items():
             print(f"{key:20s} {value}")
         print(f"{'new item vector':20s} {describe_layout(dataset.feature_layout())}")
