@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -128,3 +130,17 @@ def test_more_folds_than_training_items_is_refused():
     dataset = distinct_popularity(4)
     with pytest.raises(DataError, match="fewer than the 5 folds"):
         fold_assignment(dataset, 5, 0)
+
+
+def test_what_a_fold_chooses_on_does_not_depend_on_the_report():
+    """A fold's run sees the same training and validation whatever the data's own validation
+    split holds (it becomes the report, which no fold run holds)."""
+    dataset = random_dataset()
+    without = dataclasses.replace(
+        dataset, splits={"test": dataset.splits["test"]}, notes=list(dataset.notes)
+    )
+    for fold in range(3):
+        a, b = fold_split(dataset, 3, fold, 0), fold_split(without, 3, fold, 0)
+        assert pairs_of(a.train) == pairs_of(b.train)
+        assert pairs_of(a.splits["val"]["cold"]) == pairs_of(b.splits["val"]["cold"])
+        assert np.array_equal(a.cold_items, b.cold_items)
