@@ -105,3 +105,16 @@ def test_a_second_call_reads_everything_back(board, monkeypatch):
     blends = parse_blends("clcrec+ridge", MODELS)
     again = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
     assert [row["folds"] for row in again["rows"]] == [row["folds"] for row in result["rows"]]
+
+
+def test_an_earlier_models_folds_are_checked_not_its_final_epochs(board, tmp_path):
+    """A second call naming fewer models still reads the earlier ones back (their final run
+    trained the folds' epochs, not the flag's); another setting is still refused."""
+    from coldbrew.errors import ColdbrewError
+
+    out, result = board
+    again = leaderboard(LAYERS, ["ridge"], [1], out, plot=False, log=lambda _: None)
+    assert {row["model"] for row in again["rows"]} == {row["model"] for row in result["rows"]}
+    other = ({**LAYERS[0], "lr": 0.02},)
+    with pytest.raises(ColdbrewError, match="other settings"):
+        leaderboard(other, ["ridge"], [1], out, plot=False, log=lambda _: None)

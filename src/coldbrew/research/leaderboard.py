@@ -136,7 +136,7 @@ def with_earlier(
     names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
     earlier = [name for name in names if name in MODELS and is_multi_seed_run(out / name)]
     for model in earlier:
-        check_same_settings(out / model, make_config(*base_layers, {"model": model}))
+        check_earlier(out, model, base_layers)
     models = [*models, *(model for model in earlier if model not in models)]
     blends = [list(blend) for blend in blends]
     for name in names:
@@ -149,6 +149,20 @@ def with_earlier(
         if found not in blends:
             blends.append(found)
     return models, in_order(blends)
+
+
+def check_earlier(out: Path, model: str, base_layers: Sequence[dict]) -> None:
+    """``OUT/MODEL`` was trained with the settings given now. On folds its final run trained
+    the epochs its folds chose, so the folds' first run is compared instead (and the final run
+    when it is trained or read back, ``train_model``)."""
+    from coldbrew.research.cross_validation import fold_dir
+
+    config = make_config(*base_layers, {"model": model})
+    first_fold = fold_dir(out, model, 0)
+    if config.folds and (first_fold / "config.yaml").exists():
+        check_same_settings(first_fold, make_config(*base_layers, {"model": model, "fold": 0}))
+    else:
+        check_same_settings(out / model, config)
 
 
 def train_models(
