@@ -65,6 +65,12 @@ def test_text_columns_are_joined_with_their_names_and_an_empty_text_is_zeros(mon
     assert any("1 item(s) have no text" in note and "'sku-3'" in note for note in data.notes)
 
 
+def test_text_columns_with_no_text_at_all_are_refused(monkeypatch):
+    fake_encoder(monkeypatch)
+    with pytest.raises(DataError, match="no item has any text"):
+        coldbrew.Dataset.from_frames(INTERACTIONS, ITEMS.assign(title=""), text=["title"])
+
+
 def test_category_columns_are_multi_hot_or_one_hot_blocks_named_by_their_values():
     data = coldbrew.Dataset.from_frames(INTERACTIONS, ITEMS, categories=["genres", "rating_band"])
     assert data.feature_columns["genres"] == ["Animation", "Crime", "Drama"]

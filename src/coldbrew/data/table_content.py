@@ -145,6 +145,8 @@ def joined_texts(items: pd.DataFrame, columns: list[str]) -> list[str]:
 def encoded(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
     """The text block: each non-empty text encoded (once: the encoder caches), zeros for the rest."""
     present = [position for position, value in enumerate(texts) if value]
+    if not present:
+        raise DataError("no item has any text in its text columns: leave text out, or fill it")
     vectors = text_embeddings([texts[position] for position in present], options)
     block = torch.zeros(len(texts), vectors.shape[1], dtype=vectors.dtype)
     block[torch.as_tensor(present, dtype=torch.long)] = vectors
