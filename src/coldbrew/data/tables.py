@@ -12,14 +12,16 @@ RecBole's atomic files, both through it.
 - ``val`` and ``test``: the user's own cold interactions, on items without training
   interactions (optional: without them the dataset has no validation at all).
 
-Ids of any one type (integers, or text such as SKUs and UUIDs) are mapped once, here, with
-pandas (no Python loop over rows): internal ids follow the sorted source ids, and
+Ids of any one type (integers, or text such as SKUs and UUIDs) are mapped once, here
+(``coldbrew.data.table_ids``), with pandas (no Python loop over rows): internal ids follow the sorted source ids, and
 ``Dataset.user_ids`` / ``item_ids`` give the source ids back unchanged (``int64``, or an object
 array of ``str``). Rows are counted from 1 after the header in messages (``row 3``).
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,6 +29,7 @@ import pandas as pd
 
 from coldbrew.data.dataset import Dataset, interactions_to_csr
 from coldbrew.data.table_content import item_content, shown
+from coldbrew.data.table_ids import item_codes, item_index_of, sorted_ids, source_ids
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
@@ -78,48 +81,25 @@ def from_frames(
     if missing_items not in MISSING_ITEMS:
         raise DataError(f"missing_items must be error or drop, not {missing_items!r}")
     notes = list(notes or [])
-    where = {
-        "train": "interactions",
-        "val": "val",
-        "test": "test",
-        "items": "items",
-        "vectors": "vectors",
-    }
-    where.update(sources or {})
+    where = {split: split for split in ("val", "test", "items", "vectors")}
+    where.update({"train": "interactions", **(sources or {})})
     frames = {"train": interactions, "val": val, "test": test}
     frames = {split: frame for split, frame in frames.items() if frame is not None}
-    for split, frame in frames.items():  # a cold file may lack the rating and the time
-        check_columns(frame, [user, item], where[split])
-    check_columns(interactions, [c for c in (rating, timestamp) if c], where["train"])
     item_id = item_id or item
-    if items is not None:
-        check_columns(items, [item_id], where["items"])
-    for split, frame in frames.items():
-        notes.append(f"{where[split]}: {len(frame):,} row(s) read")
-    if items is not None:
-        notes.append(f"{where['items']}: {len(items):,} item(s) read")
+    _check_frames(frames, items, (user, item, rating, timestamp, item_id), where, notes)
     frames = {
         split: _kept_ratings(frame, rating, min_rating, where[split], notes)
         for split, frame in frames.items()
     }
-    item_index = _item_index(items, item_id, frames, item, where)
+    item_index = item_index_of(items, item_id, frames, item, where)
     codes = {
-        split: _item_codes(frame[item], item_index, missing_items, where[split], notes)
+        split: item_codes(frame[item], item_index, missing_items, where[split], notes)
         for split, frame in frames.items()
     }
     frames = {split: frame[codes[split] >= 0] for split, frame in frames.items()}
     codes = {split: code[code >= 0] for split, code in codes.items()}
-    user_index = _sorted_ids(
-        pd.concat([frame[user] for frame in frames.values()], ignore_index=True), "user", where
-    )
-    if len(user_index) == 0:
-        raise DataError(f"{where['train']}: no interactions")
+    user_index, matrices = _matrices(frames, user, codes, len(item_index), where, notes)
     shape = (len(user_index), len(item_index))
-    matrices = {}
-    for split, frame in frames.items():
-        users = user_index.get_indexer(frame[user])
-        _note_duplicates(users, codes[split], shape[1], where[split], notes)
-        matrices[split] = interactions_to_csr(users, codes[split], shape)
     cold_items = _cold_items(matrices, item_index, where, notes)
     content = item_content(
         _aligned(items, item_id, item_index),
@@ -133,11 +113,8 @@ def from_frames(
         where=where,
         notes=notes,
     )
-    known = matrices["train"]
-    for split in ("val", "test"):
-        if split in matrices:
-            known = known + matrices[split]
-    known = interactions_to_csr(*known.nonzero(), shape)
+    every = [matrices[split] for split in INTERACTION_SPLITS if split in matrices]
+    known = interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape)
     return Dataset(
         name=name,
         num_users=shape[0],
@@ -146,14 +123,43 @@ def from_frames(
         cold_items=cold_items,
         splits={split: {"cold": matrices[split]} for split in ("val", "test") if split in matrices},
         features=content.select(features, text_vectors=text_vectors, options=options, notes=notes),
-        user_ids=_source_ids(user_index),
-        item_ids=_source_ids(item_index),
+        user_ids=source_ids(user_index),
+        item_ids=source_ids(item_index),
         known=known,
         notes=notes,
         item_text=content.texts,
         feature_columns=content.columns,
         item_first_seen=_first_seen(frames, codes, timestamp, len(item_index), where),
     )
+
+
+def _check_frames(frames, items, columns, where, notes) -> None:
+    """The named columns present (a cold file may lack the rating and the time); notes of
+    what was read."""
+    user, item, rating, timestamp, item_id = columns
+    for split, frame in frames.items():
+        check_columns(frame, [user, item], where[split])
+        notes.append(f"{where[split]}: {len(frame):,} row(s) read")
+    check_columns(frames["train"], [c for c in (rating, timestamp) if c], where["train"])
+    if items is not None:
+        check_columns(items, [item_id], where["items"])
+        notes.append(f"{where['items']}: {len(items):,} item(s) read")
+
+
+def _matrices(frames, user, codes, num_items, where, notes) -> tuple[pd.Index, dict]:
+    """The sorted user ids over every interaction frame and each frame's binary CSR."""
+    user_index = sorted_ids(
+        pd.concat([frame[user] for frame in frames.values()], ignore_index=True), "user", where
+    )
+    if len(user_index) == 0:
+        raise DataError(f"{where['train']}: no interactions")
+    shape = (len(user_index), num_items)
+    matrices = {}
+    for split, frame in frames.items():
+        users = user_index.get_indexer(frame[user])
+        _note_duplicates(users, codes[split], num_items, where[split], notes)
+        matrices[split] = interactions_to_csr(users, codes[split], shape)
+    return user_index, matrices
 
 
 def check_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> None:
@@ -166,95 +172,6 @@ def check_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> No
             f"{where}: no column {', '.join(map(repr, missing))} (it has: "
             f"{', '.join(map(str, frame.columns)) or 'none'}); name the right one in coldbrew.yaml"
         )
-
-
-def id_kind(values: pd.Series, what: str, where: str) -> str:
-    """``"int"`` or ``"str"``: the one type of the ids ``values``; empty, mixed or fractional
-    ids are a ``DataError`` naming the row."""
-    empty = values.isna().to_numpy()
-    if empty.any():
-        raise DataError(
-            f"{where}, row {int(np.argmax(empty)) + 1}: empty {what} id "
-            f"({int(empty.sum())} row(s) without one)"
-        )
-    if pd.api.types.is_bool_dtype(values):
-        raise DataError(f"{where}: {what} ids are true/false values, not ids")
-    if pd.api.types.is_integer_dtype(values):
-        return "int"
-    if pd.api.types.is_float_dtype(values):
-        fractional = (values != np.floor(values)).to_numpy()
-        if fractional.any():
-            raise DataError(
-                f"{where}, row {int(np.argmax(fractional)) + 1}: {what} id "
-                f"{shown(values.iloc[int(np.argmax(fractional))])} is not a whole number"
-            )
-        return "int"
-    kind = pd.api.types.infer_dtype(values, skipna=False)
-    if kind == "string":
-        return "str"
-    if kind == "integer":
-        return "int"
-    raise DataError(
-        f"{where}: {what} ids of mixed types ({kind}, e.g. "
-        f"{', '.join(repr(v) for v in values.drop_duplicates().head(3))}); give them one type "
-        "(all text or all integers)"
-    )
-
-
-def _one_kind(series: Sequence[tuple[pd.Series, str]], what: str) -> pd.Series:
-    """The id columns ``series`` (with where each comes from) joined, of one type."""
-    kinds = {where: id_kind(values, what, where) for values, where in series}
-    if len(set(kinds.values())) > 1:
-        described = ", ".join(
-            f"{where}: {'integers' if k == 'int' else 'text'}" for where, k in kinds.items()
-        )
-        raise DataError(
-            f"{what} ids of mixed types ({described}); give them one type in every file"
-        )
-    joined = pd.concat([values for values, _ in series], ignore_index=True)
-    return joined.astype(np.int64) if set(kinds.values()) == {"int"} else joined
-
-
-def _sorted_ids(values: pd.Series, what: str, where: Mapping[str, str]) -> pd.Index:
-    uniques = pd.unique(_one_kind([(values, where["train"])], what))
-    return pd.Index(np.sort(uniques))
-
-
-def _item_index(items, item_id, frames, item, where) -> pd.Index:
-    """The catalogue's sorted item ids: the items table's (each once), else every item seen."""
-    interaction_ids = [(frame[item], where[split]) for split, frame in frames.items()]
-    if items is None:
-        return pd.Index(np.sort(pd.unique(_one_kind(interaction_ids, "item"))))
-    ids = _one_kind([(items[item_id], where["items"]), *interaction_ids], "item")[: len(items)]
-    repeated = ids.duplicated(keep=False).to_numpy()
-    if repeated.any():
-        first = int(np.argmax(repeated))
-        raise DataError(
-            f"{where['items']}, row {first + 1}: item id {shown(ids.iloc[first])} listed more than "
-            f"once ({int(ids[repeated].nunique())} id(s) repeated); give each item one row"
-        )
-    return pd.Index(np.sort(ids.to_numpy()))
-
-
-def _item_codes(values, item_index, missing_items, where, notes) -> np.ndarray:
-    """Internal item ids of ``values``; -1 marks rows dropped (items the catalogue lacks)."""
-    if pd.api.types.is_integer_dtype(item_index.dtype) and not pd.api.types.is_integer_dtype(
-        values
-    ):
-        values = values.astype(np.int64)  # checked of one kind with the items table's
-    codes = item_index.get_indexer(values)
-    unknown = codes < 0
-    if unknown.any():
-        first = int(np.argmax(unknown))
-        count, distinct = int(unknown.sum()), int(pd.unique(values[unknown]).size)
-        said = (
-            f"{where}: {count} interaction(s) name {distinct} item id(s) the items table lacks "
-            f"(e.g. {shown(values.iloc[first])}, row {first + 1})"
-        )
-        if missing_items == "error":
-            raise DataError(f"{said}; add them to the items table or set missing_items: drop")
-        notes.append(f"{said}: dropped (missing_items: drop)")
-    return np.asarray(codes, dtype=np.int64)
 
 
 def _kept_ratings(frame, rating, min_rating, where, notes) -> pd.DataFrame:
@@ -359,10 +276,3 @@ def timestamps(values: pd.Series, where: str) -> np.ndarray:
             f"nor a date ({int(bad.sum())} such row(s))"
         )
     return (dates - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)
-
-
-def _source_ids(index: pd.Index) -> np.ndarray:
-    values = index.to_numpy()
-    if values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    return values.astype(object)
