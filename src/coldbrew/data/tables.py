@@ -13,9 +13,10 @@ RecBole's atomic files, both through it.
   interactions (optional: without them the dataset has no validation at all).
 
 Ids of any one type (integers, or text such as SKUs and UUIDs) are mapped once, here
-(``coldbrew.data.table_ids``), with pandas (no Python loop over rows): internal ids follow the sorted source ids, and
-``Dataset.user_ids`` / ``item_ids`` give the source ids back unchanged (``int64``, or an object
-array of ``str``). Rows are counted from 1 after the header in messages (``row 3``).
+(``coldbrew.data.table_ids``), with pandas (no Python loop over rows): internal ids follow the
+sorted source ids, and ``Dataset.user_ids`` / ``item_ids`` give the source ids back unchanged
+(``int64``, or an object array of ``str``). Rows are counted from 1 after the header in
+messages (``row 3``).
 """
 
 from __future__ import annotations
