@@ -197,3 +197,13 @@ def test_more_threads_than_cores_is_a_warning_that_gives_the_share():
     assert warning.endswith("COLDBREW_THREADS=1 gives each process its share")
     assert oversubscribed(3, 2, 2).endswith("COLDBREW_THREADS=1 gives each process its share")
     assert oversubscribed(2, 8, 8).endswith("COLDBREW_THREADS=4 gives each process its share")
+
+
+def test_a_models_folds_go_by_their_model():
+    names = ["ridge/fold-0", "clcrec/fold-1", "ridge/fold-1", "clcrec/fold-0"]
+    assert longest_first(names) == [
+        "clcrec/fold-1",
+        "clcrec/fold-0",
+        "ridge/fold-0",
+        "ridge/fold-1",
+    ]

@@ -91,13 +91,15 @@ def cross_validate_models(
     every model first (``jobs`` at once), then each model's final run."""
     from coldbrew.research.model_runs import train_model
     from coldbrew.research.parallel import train_side_by_side
+    from coldbrew.research.seeds import all_finished
 
     units = {
         f"{model}/fold-{fold}": fold_unit(base_layers, model, seeds, out, fold)
         for model in models
         for fold in range(folds)
     }
-    done = train_side_by_side(train_model, units, jobs, log=log) if jobs != 1 else {}
+    todo = {name: unit for name, unit in units.items() if not all_finished(unit[3], seeds)}
+    done = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
     for name, unit in units.items():
         if name not in done:
             train_model(unit, cache, log)
@@ -109,7 +111,8 @@ def cross_validate_models(
         log(f"{model}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
         results[model] = {"epochs": epochs, "curve": curve, "monitor": monitor}
         finals[model] = final_unit(base_layers, model, seeds, out, epochs)
-    trained = train_side_by_side(train_model, finals, jobs, log=log) if jobs != 1 else {}
+    todo = {name: unit for name, unit in finals.items() if not all_finished(unit[3], seeds)}
+    trained = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
     for model, unit in finals.items():
         results[model]["final"] = trained.get(model) or train_model(unit, cache, log)
     return results

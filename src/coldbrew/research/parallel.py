@@ -69,10 +69,16 @@ def resolve_jobs(jobs: int | str, units: int) -> int:
 
 
 def longest_first(names: Sequence[str]) -> list[str]:
-    """``names`` in ``LONGEST_FIRST`` order, the unknown ones next, ``SHORTEST_LAST`` last."""
+    """``names`` in ``LONGEST_FIRST`` order, the unknown ones next, ``SHORTEST_LAST`` last; a
+    unit of one model's part (``"clcrec/fold-2"``) goes by its model."""
     known = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
     last = {name: len(known) + 1 + rank for rank, name in enumerate(SHORTEST_LAST)}
-    return sorted(names, key=lambda name: known.get(name, last.get(name, len(known))))
+
+    def rank(name: str) -> int:
+        model = name.split("/")[0]
+        return known.get(model, last.get(model, len(known)))
+
+    return sorted(names, key=rank)
 
 
 def train_side_by_side(
