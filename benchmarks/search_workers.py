@@ -1,16 +1,17 @@
 """A 10-trial search by one worker against two workers sharing it through PostgreSQL.
 
     python benchmarks/search_workers.py                  # starts its own PostgreSQL server
-    python benchmarks/search_workers.py --storage postgresql://coldbrew@db-host/bench
+    python benchmarks/search_workers.py --storage postgresql://coldbrew@db-host/bench --local
 
-Three arms, one after another, each a fresh study of the same search (CLCRec on synthetic data,
-a few seconds a trial, pruning off so every trial trains every epoch):
-``local``: one ``coldbrew search`` process, the default SQLite study; ``1 x postgres``: one
-process through the database; ``2 x postgres``: two processes started together against the
-database, sharing the 10 trials. Each process gets one thread (``COLDBREW_THREADS=1``,
-``OMP_NUM_THREADS=1``). Wall seconds of each arm (process start to the last exit), the ratios
-to one worker, and the load average before and after: on a machine shared with other work, the
-two workers compete with it for the cores, so read the ratio with the load.
+Each arm is a fresh study of the same search (CLCRec on synthetic data, a few seconds a trial,
+pruning off so every trial trains every epoch): ``1 x postgres``, one ``coldbrew search``
+process through the database; ``2 x postgres``, two processes started together against it,
+sharing the 10 trials; with ``--local`` first, one process on the default SQLite study. The
+arms run in the order 1, 2, 2, 1 (ABBA), so a load that rises or falls steadily weighs on both
+alike; each process gets one thread (``COLDBREW_THREADS=1``, ``OMP_NUM_THREADS=1``). Printed:
+each arm's wall seconds (process start to the last exit) and the load average around it, the
+mean of each kind and the ratio two workers / one. On a machine shared with other work, the
+workers compete with it for the cores: read the ratio with the load.
 
 Why not ``coldbrew bench``: it times steps inside one process; this times whole searches run by
 several processes.
@@ -81,39 +82,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--storage", help="a PostgreSQL URL (default: start a server)")
     parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--local", action="store_true", help="first, one worker on SQLite")
     args = parser.parse_args()
-    load_before = os.getloadavg()
-    results = {}
+    arms = [("local", 1, False)] if args.local else []
+    arms += [("1 x postgres", 1, True), ("2 x postgres", 2, True)] * 2
+    arms[-2:] = arms[-2:][::-1]  # 1, 2, 2, 1
+    seconds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as temporary, database(args.storage) as url:
         folder = Path(temporary)
         space = folder / "space.yaml"
         space.write_text(SPACE)
-        stamp = str(int(time.time()))
-        for label, workers, storage in (
-            ("local", 1, None),
-            ("1 x postgres", 1, url),
-            ("2 x postgres", 2, url),
-        ):
-            name = f"{label.replace(' ', '')}-{stamp}"
-            seconds, states = arm(folder, space, args.trials, workers, storage, name)
-            results[label] = seconds
+        for number, (label, workers, shared) in enumerate(arms):
+            load = os.getloadavg()[0]
+            name = f"arm{number}-{int(time.time())}"
+            took, states = arm(folder, space, args.trials, workers, url if shared else None, name)
+            seconds.setdefault(label, []).append(took)
             print(
-                f"{label:14s} {seconds:7.1f} s  trials: {states.count('complete')} complete "
-                f"of {len(states)}",
+                f"{label:14s} {took:7.1f} s  {states.count('complete')} of {len(states)} trials "
+                f"complete; load average (1 min) {load:.2f} before, {os.getloadavg()[0]:.2f} after",
                 flush=True,
             )
-    load_after = os.getloadavg()
-    two = results["2 x postgres"]
-    print(
-        f"2 workers / 1 worker (local): {two / results['local']:.2f}; "
-        f"/ 1 worker (postgres): {two / results['1 x postgres']:.2f}"
-    )
-    print(
-        f"cores {os.cpu_count()}; load average (1, 5, 15 min) before "
-        f"{', '.join(f'{x:.2f}' for x in load_before)}, after "
-        f"{', '.join(f'{x:.2f}' for x in load_after)}"
-    )
-    print(json.dumps({"seconds": results, "load_before": load_before, "load_after": load_after}))
+    means = {label: sum(values) / len(values) for label, values in seconds.items()}
+    ratio = means["2 x postgres"] / means["1 x postgres"]
+    print(f"mean: {', '.join(f'{label} {mean:.1f} s' for label, mean in means.items())}")
+    print(f"two workers / one worker: {ratio:.2f} on {os.cpu_count()} cores")
+    print(json.dumps({"seconds": seconds, "ratio": ratio, "cores": os.cpu_count()}))
     return 0
 
 
