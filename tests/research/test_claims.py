@@ -29,8 +29,8 @@ def where(request, tmp_path):
 
 
 def test_one_holder_at_a_time_and_a_dead_holders_unit_is_free_after_the_timeout(where):
-    first = Claims.open(where, scope="board", timeout=0.5, worker="first")
-    second = Claims.open(where, scope="board", timeout=0.5, worker="second")
+    first = Claims.open(where, scope="board", timeout=1.0, worker="first")
+    second = Claims.open(where, scope="board", timeout=1.0, worker="second")
     assert first.claim(UNITS[:2]) == UNITS[0]
     assert second.claim(UNITS[:2]) == UNITS[1]  # the first is held
     assert second.claim(UNITS[:2]) is None
@@ -40,7 +40,7 @@ def test_one_holder_at_a_time_and_a_dead_holders_unit_is_free_after_the_timeout(
     with pytest.raises(ColdbrewError, match="lost its claim .* held by second"):
         first.heartbeat(UNITS[1])  # not its unit
 
-    time.sleep(0.7)  # the second's heartbeat is now older than the timeout
+    time.sleep(1.3)  # the second's heartbeat is now older than the timeout
     assert first.status(UNITS[:2])[UNITS[1]] == "stale"
     assert first.claim(UNITS[:2]) == UNITS[1]  # a done unit is never handed out again
     with pytest.raises(ColdbrewError, match="lost its claim on model-a/fold-1/seed-1"):
@@ -48,17 +48,17 @@ def test_one_holder_at_a_time_and_a_dead_holders_unit_is_free_after_the_timeout(
     first.release(UNITS[1])
     assert second.claim(UNITS[:2]) == UNITS[1]  # released: free at once
     # another scope in the same place is another set of units
-    assert Claims.open(where, scope="other", timeout=0.5).claim(UNITS[:1]) == UNITS[0]
+    assert Claims.open(where, scope="other", timeout=1.0).claim(UNITS[:1]) == UNITS[0]
     for claims in (first, second):
         claims.close()
 
 
 def test_keep_alive_beats_while_the_block_runs_and_marks_the_unit_done(where):
-    claims = Claims.open(where, timeout=0.4, worker="first")
-    other = Claims.open(where, timeout=0.4, worker="other")
+    claims = Claims.open(where, timeout=1.0, worker="first")
+    other = Claims.open(where, timeout=1.0, worker="other")
     unit = claims.claim(UNITS)
-    with claims.keep_alive(unit, every=0.05):
-        time.sleep(0.8)  # twice the timeout: alive all along
+    with claims.keep_alive(unit, every=0.1):
+        time.sleep(1.5)  # longer than the timeout: alive all along
         assert other.claim([unit]) is None
     assert claims.status([unit]) == {unit: "done"}
     unit = claims.claim(UNITS)
