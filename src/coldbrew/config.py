@@ -189,6 +189,15 @@ class TrainConfig:
         "auto", "auto, fp32, bf16 or fp16", choices=("auto", "fp32", "bf16", "fp16")
     )
     compile: bool = option(False, "torch.compile the sampler and the loss")
+    compile_mode: str = option(
+        "default",
+        "torch.compile's mode with --compile: reduce-overhead replays CUDA graphs (fewer "
+        "kernel launches: small batches on a GPU; the same as default on a CPU)",
+        choices=("default", "reduce-overhead", "max-autotune"),
+    )
+    fused_optimizer: bool = option(
+        True, "torch's fused Adam/AdamW where the device has one (CPU, CUDA); off: torch's default"
+    )
     deterministic: bool = option(False, "torch.use_deterministic_algorithms (slower)")
     quiet: bool = option(False, "no progress bars or epoch lines")
     log_every: int = option(20, "update the progress bar every N steps", minimum=1)
