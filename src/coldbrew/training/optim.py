@@ -1,6 +1,7 @@
 """Optimizer and learning-rate schedule from one builder.
 
-* Adam (the default, as the original CLCRec) or AdamW (fused on the CPU), over parameter groups: a model may name
+* Adam (the default, as the original CLCRec) or AdamW, fused on the CPU and on CUDA
+  (``fused_optimizer``), over parameter groups: a model may name
   its own groups with ``parameter_groups() -> list[ParameterGroup]`` (e.g. a pretrained
   backbone at a tenth of the learning rate); otherwise all trainable parameters form one group.
   With weight decay, 1-d parameters (biases, norm scales) are never decayed.
@@ -51,15 +52,22 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     if not groups:
         raise ValueError("the model has no trainable parameters")
     kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
-    return kind(groups, lr=config.lr, fused=fused_on_cpu(groups))
+    return kind(groups, lr=config.lr, fused=fused_choice(groups, config.fused_optimizer))
 
 
-def fused_on_cpu(groups: list[dict]) -> bool | None:
-    """True where every parameter is a floating CPU tensor: torch's fused Adam is one pass per
-    tensor, ≈ 10× faster than the default loop on CPU (BENCHMARKS.md, "Time to a model") and
-    equal to it within float rounding (tested). Elsewhere None: torch's own choice."""
+FUSED_DEVICES = ("cpu", "cuda")  # where torch has a fused Adam for every floating dtype
+
+
+def fused_choice(groups: list[dict], wanted: bool = True) -> bool | None:
+    """True when ``wanted`` and every parameter is a floating tensor on one device type that
+    has torch's fused Adam. On the CPU it is one pass per tensor, ≈ 10× faster than the default
+    loop (BENCHMARKS.md, "Time to a model"); on CUDA a few kernels per step in place of the
+    multi-tensor path's many, which counts at small batches where launches dominate; equal to
+    the plain loop within float rounding (tested). Otherwise None: torch's own choice."""
     params = [p for group in groups for p in group["params"]]
-    return True if all(p.device.type == "cpu" and p.is_floating_point() for p in params) else None
+    kinds = {p.device.type for p in params}
+    usable = len(kinds) == 1 and kinds <= set(FUSED_DEVICES)
+    return True if wanted and usable and all(p.is_floating_point() for p in params) else None
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:

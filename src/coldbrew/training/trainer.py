@@ -144,7 +144,11 @@ class Trainer:
             build_scheduler(self.optimizer, config, self.steps_per_epoch) if trains else None
         )
         self.wrapped = self.distributed.wrap(self.model, runtime.device)
-        self.loss_fn = torch.compile(self.wrapped) if config.compile else self.wrapped
+        self.loss_fn = (
+            torch.compile(self.wrapped, mode=config.compile_mode)
+            if config.compile
+            else self.wrapped
+        )
         self.faults = FaultInjector()
         self.state = TrainState()
 

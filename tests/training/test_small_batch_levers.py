@@ -1,0 +1,94 @@
+"""The levers for small batches on a GPU, proven on the CPU: ``compile_mode`` reaches
+``torch.compile`` (reduce-overhead replays CUDA graphs, which need the compiled loss to be one
+graph with no host sync: tests/training/test_gpu_step.py proves the step has none), and
+``fused_optimizer`` picks torch's fused Adam on CPU and CUDA, equal to the plain loop."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from test_gpu_step import gpu_like_trainer
+
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.training.optim import build_optimizer, fused_choice
+
+
+def fake_parameter(device: str, floating: bool = True):
+    return SimpleNamespace(device=torch.device(device), is_floating_point=lambda: floating)
+
+
+def test_fused_where_the_device_has_it_and_only_when_wanted():
+    on = [{"params": [fake_parameter("cuda"), fake_parameter("cuda")]}]
+    assert fused_choice(on) is True
+    assert fused_choice(on, wanted=False) is None  # torch's default (foreach on CUDA)
+    assert fused_choice([{"params": [fake_parameter("cpu")]}]) is True
+    assert fused_choice([{"params": [fake_parameter("mps")]}]) is None
+    assert fused_choice([{"params": [fake_parameter("cpu"), fake_parameter("cuda")]}]) is None
+    assert fused_choice([{"params": [fake_parameter("cuda", floating=False)]}]) is None
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_the_fused_optimizer_gives_the_plain_ones_parameters(optimizer):
+    settings = {"optimizer": optimizer, "lr": 0.01, "weight_decay": 0.05}
+    models = [torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 2)) for _ in "ab"]
+    models[1].load_state_dict(models[0].state_dict())
+    fused = build_optimizer(models[0], make_config(settings))
+    plain = build_optimizer(models[1], make_config({**settings, "fused_optimizer": False}))
+    assert all(group["fused"] for group in fused.param_groups)
+    assert not any(group["fused"] for group in plain.param_groups)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        grads = [torch.randn(p.shape, generator=generator) for p in models[0].parameters()]
+        for model, optim in zip(models, (fused, plain), strict=True):
+            for parameter, grad in zip(model.parameters(), grads, strict=True):
+                parameter.grad = grad.clone()
+            optim.step()
+    for a, b in zip(models[0].parameters(), models[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert not torch.equal(models[0][0].weight, torch.nn.Linear(6, 5).weight)  # it moved
+
+
+def test_the_compile_mode_reaches_torch_compile(monkeypatch):
+    calls = []
+
+    def fake_compile(function, **options):
+        calls.append(options)
+        return function
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    gpu_like_trainer(compile=True, compile_mode="reduce-overhead")
+    assert {"mode": "reduce-overhead"} in calls
+    with pytest.raises(ColdbrewError, match="compile_mode"):
+        make_config({"compile_mode": "fast"})
+
+
+def test_the_compiled_loss_is_one_graph_that_cuda_graphs_can_replay():
+    # CUDA graphs replay one captured graph: a break would leave eager code (launches, syncs)
+    # between its pieces. dynamo's view of what the trainer compiles, under bf16 autocast
+    torch._dynamo.reset()
+    trainer = gpu_like_trainer()
+    batch = trainer.make_batch(torch.arange(256))
+    with trainer.runtime.autocast():
+        explained = torch._dynamo.explain(trainer.wrapped)(batch)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert explained.graph_count == 1
+
+
+@pytest.mark.slow
+def test_a_reduce_overhead_step_trains_as_the_eager_one():
+    # inductor builds the kernels on the CPU (CUDA graphs themselves need CUDA: skipped here
+    # with a warning), so the compiled path runs end to end; a minute on 2 cores
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    eager = gpu_like_trainer()
+    torch.manual_seed(0)
+    compiled = gpu_like_trainer(compile=True, compile_mode="reduce-overhead")
+    compiled.model.load_state_dict(eager.model.state_dict())
+    for trainer in (eager, compiled):
+        torch.manual_seed(1)
+        losses = [trainer.train_step(torch.arange(s, s + 256))[0] for s in (0, 256, 512)]
+        trainer.losses = torch.stack(losses)
+    torch.testing.assert_close(compiled.losses, eager.losses, rtol=2e-2, atol=2e-2)
