@@ -112,6 +112,24 @@ def test_a_study_folder_belongs_to_one_study(tmp_path):
         search((base,), space, tmp_path / "shared", storage=journal, study_name="b", **options)
 
 
+def test_a_worker_keeps_out_of_a_folder_a_local_search_is_running_in(tmp_path, monkeypatch):
+    require("optuna")
+    from coldbrew.research import shared_study
+    from coldbrew.research.search import search
+    from coldbrew.training.checkpoint import RunLock
+
+    monkeypatch.setattr(shared_study, "FOLDER_WAIT", 0.5)
+    base = {"data": "synthetic:small,users=120,items=80", "epochs": 1, "quiet": True}
+    space = parse_space({"lr": {"log_uniform": [1e-3, 0.1]}}, (base,))
+    options = {"trials": 1, "tensorboard": False, "plot": False, "log": lambda line: None}
+    out = tmp_path / "study"
+    out.mkdir()
+    journal = f"journal:{tmp_path / 'study.log'}"
+    with RunLock(out), pytest.raises(ColdbrewError, match="is in use by process"):
+        search((base,), space, out, storage=journal, **options)  # before its study.db exists
+    assert not (out / "storage.json").exists()
+
+
 def test_the_command_line_shares_a_study_through_a_journal_file(tmp_path, capsys):
     require("optuna")
     from coldbrew.cli import main

@@ -32,6 +32,7 @@ INTERRUPTED = "interrupted"  # study attribute: trials cut short (a list, or one
 SURPLUS = "surplus"  # trial attribute: started past the study's total, given up at once
 STORAGE_FILE = "storage.json"  # a shared study's folder: which study its trials belong to
 JOURNAL = "journal:"
+FOLDER_WAIT = 10.0  # seconds a worker waits for the study folder's lock before giving up
 
 
 def retry_callback():
@@ -140,7 +141,25 @@ def beats(storage) -> bool:
 
 def check_shared_folder(out: Path, storage: str, study_name: str, local_db: str) -> None:
     """``out`` is this shared study's folder (``storage.json`` says which study), a new one
-    (then marked), or refused: a local study's folder or another study's."""
+    (then marked), or refused: a local study's folder or another study's. Checked and marked
+    under the folder's lock (``RunLock``), which a local search holds while it runs and a
+    worker only for this check: workers on one machine share the folder, and trial folders
+    are numbered by the study, so none is written by two."""
+    from coldbrew.training.checkpoint import RunLock
+
+    out.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + FOLDER_WAIT
+    while True:
+        try:
+            with RunLock(out):
+                return mark_shared_folder(out, storage, study_name, local_db)
+        except ColdbrewError as error:
+            if "is in use by" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)  # another worker checking the folder, or a local search running
+
+
+def mark_shared_folder(out: Path, storage: str, study_name: str, local_db: str) -> None:
     import json
 
     from coldbrew.training.run import write_json
@@ -160,9 +179,8 @@ def check_shared_folder(out: Path, storage: str, study_name: str, local_db: str)
                 "give that --storage and --study-name, or choose another --out"
             )
         return
-    if out.exists() and any(path.name != ".lock" for path in out.iterdir()):
+    if any(path.name != ".lock" for path in out.iterdir()):
         raise ColdbrewError(f"{out} is not empty and holds no study; choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
     write_json(mark, saved)
 
 
