@@ -21,10 +21,10 @@ compute command of the CLI (``chosen_threads``), ``python -m coldbrew.demo`` (``
 the server, a leaderboard's worker processes (their share, through ``COLDBREW_THREADS``) and
 every training or evaluation run, whoever started it (``configure_process`` calls
 ``ensure_threads``: the Python API gets the choice too). Without it torch keeps one thread per
-core: one epoch of ``make demo`` ran 6.4x slower beside one busy process (1,000 samples/s
-against 40,000; BENCHMARKS.md, "The demo beside a busy process"). Inter-op threads are left
-to torch: eager training does not use them (only TorchScript's ``fork`` does) and they wait
-asleep, so they do not take a busy core.
+core: one epoch of ``make demo`` trained at 2,193 samples/s with torch's two threads at load
+5, and at 51,355 with the one thread chosen here (255 s against 19 s; BENCHMARKS.md, "make
+demo on a busy machine"). Inter-op threads are left to torch: eager training does not use
+them (only TorchScript's ``fork`` does) and they wait asleep, so they take no busy core.
 """
 
 from __future__ import annotations
