@@ -114,3 +114,9 @@ def test_train_without_data_is_refused_not_run_on_generated_data(tmp_path, capsy
     preset.write_text("data_path: synthetic:small\n")  # a preset may name it (any spelling)
     args = build_parser().parse_args(["train", "--config", str(preset)])
     assert train_config(args).data == "synthetic:small"
+
+
+def test_a_failed_run_is_not_called_finished(tmp_path):
+    run = finished_run(tmp_path / "run", epochs=30, stopped="diverged", done=3)
+    args = build_parser().parse_args(["train", "--resume", str(run)])
+    assert train_config(args).epochs == 30  # resumed as before: no "finished" refusal

@@ -233,12 +233,14 @@ def refuse_finished_run(run_dir: str, config, given: dict) -> None:
             f"{run_dir} finished its {done} epochs; give --epochs M > {done} to continue it "
             f"(e.g. --resume {run_dir} --epochs {done + 10})"
         )
+    if stopped not in ("early_stop", "time_budget"):
+        return  # a failed run (non_finite, diverged) resumes as it did: not "finished"
     if any(canonical_key(key) in STOPPING_OPTIONS for key in given):
         return  # the stopping rule decides with the new settings
     why = {
         "early_stop": f"early stop: {config.patience} evaluations without a gain",
         "time_budget": f"its --time-budget of {config.time_budget}s spent",
-    }.get(stopped, stopped.replace("_", " "))
+    }[stopped]
     raise ColdbrewError(
         f"{run_dir} finished: it stopped after epoch {done} ({why}); give a larger --patience "
         f"or --time-budget (and --epochs) to continue it, or start a new run with --out"
