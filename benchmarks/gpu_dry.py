@@ -1,6 +1,6 @@
 """``gpu_check.py --dry-run``: the plan at tiny sizes, and tiny stand-ins for what
 ``gpu_data.py`` gathers, in the same layouts (a pickle-free CLCRec-layout conversion, an
-ml-1m-coldstart-style CSV folder, a cached backbone, a BERT-shaped config with a tokenizer),
+ml-1m-coldstart-style CSV folder, a cached backbone, a tiny BERT packed as MiniLM is),
 so the dry run reads them through the same loaders as the device run."""
 
 from __future__ import annotations
@@ -52,6 +52,41 @@ def write_tiny_bert(out: Path) -> None:
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer))
 
 
+SENTENCE_MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {
+        "idx": 2,
+        "name": "2",
+        "path": "2_Normalize",
+        "type": "sentence_transformers.models.Normalize",
+    },
+]
+
+
+def write_tiny_minilm(out: Path) -> None:
+    """The tiny BERT with seeded random weights as a sentence-transformers folder (mean
+    pooling, normalized, as MiniLM's), packed as ``gpu_data.py`` packs MiniLM."""
+    import tempfile
+
+    import torch
+    import transformers
+    from gpu_minilm import pack
+
+    with tempfile.TemporaryDirectory() as folder:
+        model = Path(folder) / "model"
+        write_tiny_bert(model)
+        torch.manual_seed(0)
+        config = transformers.AutoConfig.from_pretrained(model)
+        transformers.AutoModel.from_config(config).save_pretrained(model)
+        (model / "modules.json").write_text(json.dumps(SENTENCE_MODULES))
+        (model / "1_Pooling").mkdir()
+        pooling = {"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}
+        (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+        (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+        pack(model, out)
+
+
 def make_dry_data(root: Path) -> Path:
     from gpu_data import cache_backbones
 
@@ -61,7 +96,7 @@ def make_dry_data(root: Path) -> Path:
     save(load_dataset("synthetic:small", features=[]), root / "clcrec-movielens")
     write_csv_coldstart(root / "ml-1m-coldstart")
     cache_backbones(root / "ml-1m-coldstart", root / "cache")
-    write_tiny_bert(root / "minilm-config")
+    write_tiny_minilm(root / "minilm")
     return root
 
 
@@ -81,10 +116,14 @@ def dry_plan(scratch: Path) -> dict:
         "ml1m_features": "genre",
         "epochs": 1,
         "zoo": ["bpr", "deepmusic", "dropoutnet", "heater", "gar", "aldi", "knn"],
-        "lm_config": str(data / "minilm-config"),
+        "minilm": str(data / "minilm"),
         "lm_batch": 32,
         "synthetic": "synthetic:users=200,items=600",
         "synthetic_batch": 256,
+        "synthetic_steps": 3,
+        "fastest_batch": 256,
+        "eval_chunks": [None, 2**12, 2**16],
+        "lm_run_budget": 5,
         "profile_batch": 64,
         "profile_steps": 2,
         "doctor_seconds": 0.02,

@@ -52,8 +52,9 @@ PROGRESS_STEPS = 25  # the synthetic run's steps between two records
 
 
 def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
-    """A synthetic catalogue (1M items x 200k users on the device): one training epoch and the
-    full evaluation, their peak memory against ``estimate_memory``'s figures."""
+    """A synthetic catalogue (1M items x 200k users on the device): the first
+    ``synthetic_steps`` training steps of an epoch and the full evaluation, their peak memory
+    against ``estimate_memory``'s figures; the phase it is in recorded as it goes."""
     import torch
 
     from coldbrew.data import load_dataset
@@ -90,21 +91,28 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
+    record("phase", "build")  # where a run stopped at its box was (2026-11-26: nothing said)
     trainer = build_trainer(config, dataset, fixed_shapes=not cuda)  # the GPU path either way
     device = trainer.runtime.device
     record("build_seconds", time.perf_counter() - started)
+    record("phase", "training")
 
     def training_peak() -> int:
         return peak_memory_bytes(device) if cuda else peak_rss_bytes() - baseline
 
     # train_epoch's steps, recorded as they go: a section stopped at its box (as the first H100
     # run was, with nothing kept) still has the peak and the pace of the steps it ran
+    # steps_total: the epoch's first synthetic_steps, enough for the peak (the first step
+    # holds the most, as the optimizer's state is made there), so the section fits its box
     count, step_samples = trainer.task.num_samples(), trainer.step_samples
-    order, steps_total = trainer.task.epoch_order(), math.ceil(count / step_samples)
+    epoch_steps = math.ceil(count / step_samples)
+    steps_total = min(epoch_steps, plan.get("synthetic_steps") or epoch_steps)
+    order = trainer.task.epoch_order()
+    record("steps_of_epoch", {"run": steps_total, "epoch": epoch_steps})
     started = time.perf_counter()
-    for step, first in enumerate(range(0, count, step_samples), start=1):
+    for step, first in enumerate(range(0, steps_total * step_samples, step_samples), start=1):
         trainer.train_step(order[first : first + step_samples])
-        if step % PROGRESS_STEPS == 0 or step == steps_total:
+        if step == 1 or step % PROGRESS_STEPS == 0 or step == steps_total:
             synchronize(device)
             seconds = time.perf_counter() - started
             record("training", {"steps": step, "of": steps_total, "seconds": seconds})
@@ -112,6 +120,7 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     train_seconds, train_peak = time.perf_counter() - started, training_peak()
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
+    record("phase", "evaluation")
     started = time.perf_counter()
     metrics = trainer.evaluate_splits(trainer.task.splits())
     synchronize(device)
@@ -122,7 +131,9 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
         "measured",
         {
             "device": str(device),
-            "epoch_seconds": train_seconds,
+            "training_seconds": train_seconds,
+            "steps": steps_total,
+            "epoch_seconds_projected": train_seconds * epoch_steps / steps_total,
             "training_peak_bytes": train_peak,
             "evaluation_seconds": eval_seconds,
             "evaluation_peak_bytes": eval_peak,
@@ -135,7 +146,8 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     record("estimate_over_measured", ratio)
     record(
         "headline",
-        f"epoch {train_seconds:.1f} s, eval {eval_seconds:.1f} s, estimate/measured {ratio:.2f}",
+        f"{steps_total} steps {train_seconds:.1f} s, eval {eval_seconds:.1f} s, "
+        f"estimate/measured {ratio:.2f}",
     )
 
 

@@ -26,18 +26,17 @@ def targets(report: dict) -> dict:
         min((row["epoch_seconds"] for row in fastest.values()), default=None) if fastest else None
     )
     evaluation = _get(report, "clcrec_eval", "result")
-    eval_seconds = (
-        min((v["seconds"] for k, v in evaluation.items() if k in ("fp32", "bf16")), default=None)
-        if evaluation
-        else None
-    )
+    passes = [v for k, v in (evaluation or {}).items() if k in ("fp32", "bf16")]
+    passes += list((evaluation or {}).get("chunks", {}).values())
+    eval_seconds = min((row["seconds"] for row in passes), default=None)
+    graphs = _get(report, "clcrec_256", "result", "graphs_rows")
     sync = _get(report, "sync_free", "result") or {}
     syncs = [row.get("syncs_per_step") for row in sync.values() if isinstance(row, dict)]
     counts = _get(report, "pytest_gpu", "result", "counts")
     ratio = _get(report, "synthetic_memory", "result", "estimate_over_measured")
     rows = {
         "fastest batch >= 2,000,000 samples/s": (2e6, _best(fastest), lambda m: m >= 2e6),
-        "batch 256 >= 100,000 samples/s": (1e5, _best(at_256), lambda m: m >= 1e5),
+        "batch 256 >= 100,000 samples/s": (1e5, _best({**(at_256 or {}), **(graphs or {})}), lambda m: m >= 1e5),
         "epoch of 922,007 < 0.5 s": (0.5, fastest_epoch, lambda m: m < 0.5),
         "val+test evaluation < 0.1 s": (0.1, eval_seconds, lambda m: m < 0.1),
         "zero host syncs per step": (0, max(syncs) if syncs and None not in syncs else None, lambda m: m == 0),

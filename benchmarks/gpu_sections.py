@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 import tempfile
 import time
 import traceback
@@ -25,7 +24,9 @@ def config_for(plan: dict, **settings):
     return make_config({"quiet": True, "seed": 1, **settings})
 
 
-def clcrec_config(plan: dict, batch: int, precision: str = "fp32", compile: bool = False):
+def clcrec_config(
+    plan: dict, batch: int, precision: str = "fp32", compile: bool = False, **options
+):
     return config_for(
         plan,
         data=plan["clcrec_data"],
@@ -34,6 +35,7 @@ def clcrec_config(plan: dict, batch: int, precision: str = "fp32", compile: bool
         num_neg=plan["num_neg"],
         precision=precision,
         compile=compile,
+        **options,
     )
 
 
@@ -94,8 +96,9 @@ def clcrec_sweep(plan: dict, given: dict, record: Record) -> None:
     )
 
 
-def clcrec_grid(plan: dict, batch: int, record: Record) -> None:
-    """fp32 (+TF32) and bf16, compile off and on, at ``batch``: samples/s, s/epoch, memory."""
+def clcrec_grid(plan: dict, batch: int, record: Record, extra: dict | None = None) -> dict:
+    """fp32 (+TF32) and bf16, compile off and on, at ``batch``: samples/s, s/epoch, memory;
+    ``extra``: {name: fp32 options} more configurations in the same turns."""
     variants = {
         f"{precision}{' compile' if compile else ''}": clcrec_config(
             plan, batch, precision, compile
@@ -104,6 +107,8 @@ def clcrec_grid(plan: dict, batch: int, record: Record) -> None:
         for compile in plan["compile_options"]
     }
     del variants["fp32"]  # the base
+    for name, options in (extra or {}).items():
+        variants[name] = clcrec_config(plan, batch, "fp32", **options)
     started = time.perf_counter()
     result = bench(plan, "train", clcrec_config(plan, batch, "fp32"), variants)
     rows = throughput_rows(result, "fp32")
@@ -118,10 +123,40 @@ def clcrec_grid(plan: dict, batch: int, record: Record) -> None:
         f"b{batch}: {fastest} {rows[fastest]['samples_per_second']:,.0f} samples/s, "
         f"{rows[fastest]['epoch_seconds']:.3f} s/epoch",
     )
+    return rows
 
 
 def clcrec_256(plan: dict, given: dict, record: Record) -> None:
-    clcrec_grid(plan, plan["batches"][0], record)
+    """The grid at batch 256, then its levers side by side: fused Adam off (torch's default,
+    the 2026-11-26 run's), and CUDA graphs (``compile_mode="reduce-overhead"``) in their own
+    group, so a failure there leaves the grid's figures. (The dry run, compile off, runs that
+    group eager.)"""
+    batch = plan["batches"][0]
+    grid = clcrec_grid(plan, batch, record, {"fp32 unfused": {"fused_optimizer": False}})
+    graphs = {
+        f"{precision} compile graphs": clcrec_config(
+            plan, batch, precision, True in plan["compile_options"], compile_mode="reduce-overhead"
+        )
+        for precision in plan["precisions"]
+    }
+    base = graphs.pop(f"{plan['precisions'][0]} compile graphs")
+    started = time.perf_counter()
+    try:
+        result = bench(plan, "train", base, graphs)
+    except Exception as error:  # the grid's figures stay; this group's error is kept
+        record("graphs_error", f"{type(error).__name__}: {error}")
+        record("graphs_where", traceback.format_exc()[-2000:])
+        return
+    rows = throughput_rows(result, f"{plan['precisions'][0]} compile graphs")
+    record("graphs_rows", rows)
+    record("graphs_wall_seconds", time.perf_counter() - started)
+    everything = {**grid, **rows}
+    fastest = max(everything, key=lambda name: everything[name]["samples_per_second"])
+    record(
+        "headline",
+        f"b{batch}: {fastest} {everything[fastest]['samples_per_second']:,.0f} samples/s, "
+        f"{everything[fastest]['epoch_seconds']:.3f} s/epoch",
+    )
 
 
 def clcrec_fastest(plan: dict, given: dict, record: Record) -> None:
@@ -131,24 +166,43 @@ def clcrec_fastest(plan: dict, given: dict, record: Record) -> None:
     clcrec_grid(plan, batch, record)
 
 
+def chunk_name(elements: int | None) -> str:
+    return "default chunk" if elements is None else f"chunk 2^{elements.bit_length() - 1}"
+
+
 def clcrec_eval(plan: dict, given: dict, record: Record) -> None:
-    """The full val + test evaluation (every group of both splits), seconds per pass."""
+    """The full val + test evaluation (every group of both splits), seconds per pass: fp32
+    and bf16, then fp32 at each of ``eval_chunks`` (scores held at once; the same metrics
+    whatever the chunk) side by side; a profiled pass at the default and the largest."""
     for precision in plan["precisions"]:
         result = bench(plan, "eval", clcrec_config(plan, plan["batches"][0], precision))
-        record(
-            precision,
-            {
-                "seconds": result["seconds_per_call"],
-                "calls": result["calls"],
-                "users": result["users"],
-                "peak_memory_bytes": result["peak_memory_bytes"],
-            },
-        )
-    record("headline", f"val+test {precision} {result['seconds_per_call']:.4f} s")
-    record("profile", evaluation_profile(plan))
+        record(precision, eval_row(result))
+    headline = [f"{precision} {result['seconds_per_call']:.4f} s"]
+    chunks = {
+        chunk_name(elements): clcrec_config(plan, plan["batches"][0], eval_chunk_elements=elements)
+        for elements in plan["eval_chunks"]
+    }
+    base = chunks.pop(chunk_name(plan["eval_chunks"][0]))
+    result = bench(plan, "eval", base, chunks)
+    rows = {chunk_name(plan["eval_chunks"][0]): result, **result.get("variants", {})}
+    record("chunks", {name: eval_row(row) for name, row in rows.items()})
+    best = min(rows, key=lambda name: rows[name]["seconds_per_call"])
+    headline.append(f"fp32 {best} {rows[best]['seconds_per_call']:.4f} s")
+    record("headline", "val+test " + ", ".join(headline))
+    for elements in (plan["eval_chunks"][0], plan["eval_chunks"][-1]):
+        record(f"profile {chunk_name(elements)}", evaluation_profile(plan, elements))
 
 
-def evaluation_profile(plan: dict) -> dict:
+def eval_row(result: dict) -> dict:
+    return {
+        "seconds": result["seconds_per_call"],
+        "calls": result["calls"],
+        "users": result.get("users"),  # a variant's row has neither: its base's
+        "peak_memory_bytes": result.get("peak_memory_bytes"),
+    }
+
+
+def evaluation_profile(plan: dict, chunk_elements: int | None = None) -> dict:
     """One val + test evaluation under torch.profiler: where its time goes. The H100's
     0.29 s was 3x the target, and the CPU could not say whether kernels or the host (launches,
     reads back) spend it."""
@@ -163,7 +217,8 @@ def evaluation_profile(plan: dict) -> dict:
 
     dataset = load_dataset(plan["clcrec_data"], features=[])
     dataset.features = random_features(dataset.num_items, plan["feature_dims"], 1)
-    trainer = build_trainer(clcrec_config(plan, plan["batches"][0]), dataset)
+    config = clcrec_config(plan, plan["batches"][0], eval_chunk_elements=chunk_elements)
+    trainer = build_trainer(config, dataset)
     device, splits = trainer.runtime.device, trainer.task.splits()
     trainer.evaluate_splits(splits)  # warm-up: the plan, the caches, the allocator
     synchronize(device)
@@ -180,6 +235,11 @@ def evaluation_profile(plan: dict) -> dict:
             event.count for event in prof.key_averages() if event.key.startswith("aten::")
         ),
         "top_operators": top_operators(prof, device, limit=8),
+        "host_waits": {  # each a point where the host waited for the device
+            event.key: event.count
+            for event in prof.key_averages()
+            if "Synchronize" in event.key or event.key == "aten::_local_scalar_dense"
+        },
     }
 
 
@@ -195,8 +255,9 @@ def sync_free(plan: dict, given: dict, record: Record) -> None:
 
     cuda = torch.cuda.is_available()
     record("cuda", cuda)
-    fastest = (given.get("clcrec_sweep") or {}).get("fastest")  # a batch known to fit
-    batch = fastest["batch_size"] if fastest else plan["profile_batch"]
+    # a batch known to fit: the sweep's fastest, else the last device run's
+    fastest = (given.get("clcrec_sweep") or {}).get("fastest")
+    batch = fastest["batch_size"] if fastest else plan["fastest_batch"]
     record("batch_size", batch)
     dataset = load_dataset(plan["clcrec_data"], features=[])
     dataset.features = random_features(dataset.num_items, plan["feature_dims"], 1)
@@ -304,56 +365,6 @@ def zoo(plan: dict, given: dict, record: Record) -> None:
     after = sorted(p.name for p in backbones.glob("*.pt")) if backbones.is_dir() else []
     record("backbones_trained_here", sorted(set(after) - set(before)))
     record("headline", ", ".join(times))
-
-
-def random_backbone(config_folder: Path, out: Path, overrides: dict | None = None) -> Path:
-    """A model of ``config_folder``'s shape with random weights (seeded), saved with its tokenizer."""
-    import torch
-    import transformers
-
-    config = transformers.AutoConfig.from_pretrained(config_folder)
-    for key, value in (overrides or {}).items():
-        setattr(config, key, value)
-    torch.manual_seed(0)
-    transformers.AutoModel.from_config(config).save_pretrained(out)
-    for file in config_folder.iterdir():
-        if file.name != "config.json":
-            shutil.copyfile(file, out / file.name)
-    return out
-
-
-def lm(plan: dict, given: dict, record: Record) -> None:
-    """The LM recommender's training steps/s in cache mode and in tune mode (LoRA on the top
-    layer), with a MiniLM-shaped backbone of random weights (same arithmetic as the real one)."""
-    with tempfile.TemporaryDirectory() as folder:
-        backbone = random_backbone(Path(plan["lm_config"]), Path(folder) / "backbone")
-        record(
-            "backbone",
-            "all-MiniLM-L6-v2's shape, random weights" if not plan["dry_run"] else "tiny BERT",
-        )
-        headline = []
-        for mode in ("cache", "tune"):
-            started = time.perf_counter()
-            settings = {**ml1m_settings(plan, "lm"), "lm_mode": mode, "backbone": str(backbone)}
-            settings.pop("epochs", None)
-            if plan.get("lm_batch"):
-                settings["batch_size"] = plan["lm_batch"]
-            from coldbrew.perf.bench import run_bench
-
-            result = run_bench("train", config_for(plan, **settings), seconds=plan["bench_seconds"])
-            steps = result["samples_per_second"] / result["batch_size"]
-            record(
-                mode,
-                {
-                    "steps_per_second": steps,
-                    "samples_per_second": result["samples_per_second"],
-                    "batch_size": result["batch_size"],
-                    "peak_memory_bytes": result["peak_memory_bytes"],
-                    "wall_seconds_with_build": time.perf_counter() - started,
-                },
-            )
-            headline.append(f"{mode} {steps:.1f} steps/s")
-    record("headline", ", ".join(headline))
 
 
 def capture_cli(argv: list[str]) -> str:

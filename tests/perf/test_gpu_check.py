@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
+import gpu_budget  # noqa: E402
 import gpu_check  # noqa: E402
 import gpu_machine_sections  # noqa: E402
 import gpu_report  # noqa: E402
@@ -64,8 +65,17 @@ def test_the_dry_run_measures_what_the_device_run_reports(dry_run):
     for grid in ("clcrec_256", "clcrec_fastest"):
         for row in sections[grid]["rows"].values():
             assert row["samples_per_second"] > 0 and row["epoch_seconds"] > 0
-    assert sections["clcrec_eval"]["fp32"]["seconds"] > 0
-    assert sections["clcrec_eval"]["profile"]["top_operators"]  # where the evaluation's time goes
+    at_256 = sections["clcrec_256"]
+    assert {"fp32", "fp32 unfused"} <= set(at_256["rows"])  # the fused optimizer's lever
+    assert list(at_256["graphs_rows"]) == ["fp32 compile graphs"]  # CUDA graphs' (bf16 too there)
+    evaluation = sections["clcrec_eval"]
+    assert evaluation["fp32"]["seconds"] > 0
+    assert list(evaluation["chunks"]) == ["default chunk", "chunk 2^12", "chunk 2^16"]
+    for chunk in ("default chunk", "chunk 2^16"):  # where the evaluation's time goes
+        assert evaluation[f"profile {chunk}"]["top_operators"]
+    assert sections["lm"]["text"]["items"] == 190  # the text pipeline, on the carried weights
+    assert sections["lm_run"]["run"]["epochs_run"] >= 1
+    assert sections["synthetic_memory"]["steps_of_epoch"]["run"] == plan["synthetic_steps"]
     assert sections["sync_free"]["fp32"]["error_mode"].startswith("no CUDA")
     zoo = sections["zoo"]
     for model in plan["zoo"]:
@@ -83,6 +93,56 @@ def test_the_dry_run_measures_what_the_device_run_reports(dry_run):
     tests = sections["pytest_gpu"]["tests"]
     assert tests and {test["outcome"] for test in tests.values()} == {"skipped"}  # no CUDA here
     assert "verdict" in sections["profile"]["report"] and sections["doctor"]["table"]
+
+
+def test_the_dry_run_prints_the_expected_device_seconds_of_each_call(dry_run):
+    _, printed = dry_run
+    assert "expected GPU seconds" in printed and "fits with margin" in printed
+    for _, names, deadline in gpu_budget.CALLS:
+        assert f"--deadline {deadline:.0f}" in printed
+        assert all(name in printed for name in names)
+
+
+def test_every_call_fits_its_deadline_and_the_calls_the_device_budget_with_margin():
+    budget = gpu_budget.budget_rows(gpu_check.BOXES)
+    assert budget["fits"], gpu_budget.budget_table(budget)
+    assert budget["worst_device_seconds"] <= 0.9 * gpu_budget.DEVICE_BUDGET
+    chosen = [name for _, names, _ in gpu_budget.CALLS for name in names]
+    assert len(chosen) == len(set(chosen)) and set(chosen) <= set(gpu_check.BOXES)
+    for call in budget["calls"]:
+        for row in call["sections"]:  # a box holds its section as last measured, and more
+            assert row["box"] >= row["expected"], row
+        assert call["timeout_s"] <= 600  # the device tool's longest call
+    # the sections cut off on 2026-11-26 have their own boxes, and expect to fill them
+    rows = {row["section"]: row for call in budget["calls"] for row in call["sections"]}
+    for name in ("pytest_gpu", "synthetic_memory"):
+        assert rows[name]["expected"] == gpu_check.BOXES[name] < 120
+
+
+def test_expected_seconds_come_from_the_last_run_that_finished_a_section(tmp_path):
+    def report(sections):
+        return {"meta": {"device": "H100"}, "sections": sections}
+
+    (tmp_path / "1.json").write_text(
+        json.dumps(report({"doctor": {"status": "ok", "seconds": 30.0}}))
+    )
+    (tmp_path / "2.json").write_text(
+        json.dumps(report({"doctor": {"status": "timeout", "seconds": 40.0}}))
+    )
+    measured = gpu_budget.last_measured(tmp_path)
+    assert measured["doctor"]["seconds"] == 30.0 and measured["doctor"]["file"] == "1.json"
+    assert gpu_budget.expected_seconds("doctor", 40, measured)[0] == 30.0
+    assert gpu_budget.expected_seconds("zoo", 90, measured) == (
+        90,
+        "no finished run: its whole box",
+    )
+
+
+def test_a_call_names_its_sections_and_deadline(tmp_path):
+    with pytest.raises(SystemExit, match="no clcrec-movielens"):
+        gpu_check.main(["--call", "1", "--data", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--call", "1", "--only", "doctor"])
 
 
 def test_a_failing_section_is_recorded_and_the_next_still_runs(tmp_path):
