@@ -35,6 +35,7 @@ ADDED = {
     "clcrec_256": (35.0, "3 more configurations: fused off, two reduce-overhead compiles"),
     "clcrec_eval": (10.0, "2 more chunk sizes, a second profiled pass"),
     "lm": (10.0, "MiniLM restored from float16, ml-1m-coldstart's texts encoded"),
+    "profile": (30.0, "a second profile: batch 256 with CUDA graphs, its compile"),
 }
 
 

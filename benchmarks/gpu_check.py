@@ -47,13 +47,13 @@ SECTIONS = [
     ("clcrec_eval", gpu_sections.clcrec_eval, 45),  # 15 s on an H100, then 1 chunk size of 3
     ("sync_free", gpu_sections.sync_free, 50),
     ("pytest_gpu", gpu_machine_sections.pytest_gpu, 110),  # 60 s: stopped, twice
-    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 110),  # 75 s: likewise
+    ("synthetic_memory", gpu_machine_sections.synthetic_memory, 100),  # 75 s: likewise
     ("ml1m_clcrec", gpu_sections.ml1m_clcrec, 45),
     ("zoo", gpu_sections.zoo, 90),
     ("lm", gpu_lm_sections.lm, 60),
-    ("lm_run", gpu_lm_sections.lm_run, 90),
+    ("lm_run", gpu_lm_sections.lm_run, 75),
     ("leaderboard", gpu_sections.leaderboard, 40),
-    ("profile", gpu_machine_sections.profile, 30),
+    ("profile", gpu_machine_sections.profile, 60),
 ]
 BOXES = {name: seconds for name, _, seconds in SECTIONS}
 FUNCTIONS = {name: function for name, function, _ in SECTIONS}
@@ -82,7 +82,7 @@ def device_plan(data: Path) -> dict:
         "synthetic_steps": 100,  # of the epoch's 468: the peak is reached in the first steps
         "fastest_batch": 65536,  # sync_free's batch without a sweep: 2026-11-26's fastest
         "eval_chunks": [None, 2**26, 2**28],  # None: the default (2^24 scores, 17 chunks)
-        "lm_run_budget": 50,  # seconds of training + evaluation in the LM's whole run
+        "lm_run_budget": 40,  # seconds of training + evaluation in the LM's whole run
         "profile_batch": 4096,
         "profile_steps": 20,
         "doctor_seconds": 0.3,

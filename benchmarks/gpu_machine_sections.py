@@ -33,7 +33,9 @@ def doctor(plan: dict, given: dict, record: Record) -> None:
 
 def profile(plan: dict, given: dict, record: Record) -> None:
     """``coldbrew profile`` of CLCRec on the CLCRec MovieLens layout (random 2048/128/100
-    features, 128 negatives) at the sweep's largest batch."""
+    features, 128 negatives) at ``profile_batch``, then at batch 256 compiled with CUDA graphs
+    (``compile_mode="reduce-overhead"``, fused Adam): where a small step's time goes once its
+    launches are replayed (the phases: batch, forward, backward, optimizer)."""
     from coldbrew.data import load_dataset
     from coldbrew.perf.bench import random_features
     from coldbrew.perf.profile import profile_training
@@ -45,7 +47,17 @@ def profile(plan: dict, given: dict, record: Record) -> None:
     report = profile_training(config, dataset, steps=plan["profile_steps"])
     record("report", report)
     record("table", profile_table(report))
-    record("headline", f"{report['samples_per_second']:,.0f} samples/s; {report['verdict']}")
+    headline = f"{report['samples_per_second']:,.0f} samples/s; {report['verdict']}"
+    record("headline", headline)
+    compiled = True in plan["compile_options"]  # the dry run: eager
+    small = clcrec_config(
+        plan, plan["batches"][0], "fp32", compiled, compile_mode="reduce-overhead"
+    )
+    report = profile_training(small, dataset, steps=plan["profile_steps"])
+    record("report_256_graphs", report)
+    record("table_256_graphs", profile_table(report))
+    phases = ", ".join(f"{name} {value:.0%}" for name, value in report["fractions"].items())
+    record("headline", f"{headline[:60]}; b{small.batch_size} graphs: {phases}")
 
 
 PROGRESS_STEPS = 25  # the synthetic run's steps between two records

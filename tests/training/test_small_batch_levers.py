@@ -1,6 +1,7 @@
 """The levers for small batches on a GPU, proven on the CPU: ``compile_mode`` reaches
 ``torch.compile`` (reduce-overhead replays CUDA graphs, which need the compiled loss to be one
-graph with no host sync: tests/training/test_gpu_step.py proves the step has none), and
+graph that writes none of its inputs, with no host sync: tests/training/test_gpu_step.py
+proves the step has none), and
 ``fused_optimizer`` picks torch's fused Adam on CPU and CUDA, equal to the plain loop."""
 
 from __future__ import annotations
@@ -75,6 +76,59 @@ def test_the_compiled_loss_is_one_graph_that_cuda_graphs_can_replay():
         explained = torch._dynamo.explain(trainer.wrapped)(batch)
     assert explained.graph_break_count == 0, explained.break_reasons
     assert explained.graph_count == 1
+
+
+def mutated_inputs(function, *args) -> list[list[int]]:
+    """The inputs (parameters and buffers included) each graph of ``function``'s compiled
+    forward writes to, as AOT autograd's metadata says: inductor replays CUDA graphs only for
+    a graph that mutates none ("skipping cudagraphs due to mutated inputs"), and falls back to
+    plain launches without an error."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    found = []
+
+    def forward_compiler(graph, inputs):
+        metadata = torch._guards.TracingContext.try_get().fw_metadata
+        found.append(
+            [
+                i
+                for i, info in enumerate(metadata.input_info)
+                if info.mutates_data or info.mutates_metadata
+            ]
+        )
+        return make_boxed_func(graph.forward)
+
+    backend = aot_autograd(
+        fw_compiler=forward_compiler,
+        bw_compiler=lambda graph, inputs: make_boxed_func(graph.forward),
+    )
+    torch._dynamo.reset()
+    torch.compile(function, backend=backend, fullgraph=True)(*args).backward()
+    return found
+
+
+def test_the_mutation_checker_sees_a_written_buffer():
+    buffer, weight = torch.zeros(3), torch.nn.Parameter(torch.ones(3))
+
+    def writes(x):
+        buffer.add_(1)
+        return (x * weight).sum()
+
+    assert mutated_inputs(writes, torch.ones(3)) == [[0]]
+    assert mutated_inputs(lambda x: (x * weight).sum(), torch.ones(3)) == [[]]
+
+
+@pytest.mark.parametrize("options", [{}, {"neighbor_loss": True}], ids=["base", "neighbor-term"])
+def test_the_compiled_loss_writes_none_of_its_inputs(options):
+    trainer = gpu_like_trainer(**options)
+    batch = trainer.make_batch(torch.arange(256))
+
+    def loss(batch):
+        with trainer.runtime.autocast():
+            return trainer.wrapped(batch).total
+
+    assert mutated_inputs(loss, batch) == [[]]  # one graph, and CUDA graphs may replay it
 
 
 @pytest.mark.slow
