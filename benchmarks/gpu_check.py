@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_budget  # noqa: E402
 import gpu_dry  # noqa: E402
+import gpu_eval_sections  # noqa: E402
 import gpu_lm_sections  # noqa: E402
 import gpu_machine_sections  # noqa: E402
 import gpu_sections  # noqa: E402
@@ -44,7 +45,7 @@ SECTIONS = [
     ("clcrec_sweep", gpu_sections.clcrec_sweep, 70),
     ("clcrec_256", gpu_sections.clcrec_256, 100),  # 38 s on an H100 with 4 of its 7 configurations
     ("clcrec_fastest", gpu_sections.clcrec_fastest, 75),
-    ("clcrec_eval", gpu_sections.clcrec_eval, 45),  # 15 s on an H100, then 1 chunk size of 3
+    ("clcrec_eval", gpu_eval_sections.clcrec_eval, 45),  # 15 s on an H100, then 1 chunk size of 3
     ("sync_free", gpu_sections.sync_free, 50),
     ("pytest_gpu", gpu_machine_sections.pytest_gpu, 110),  # 60 s: stopped, twice
     ("synthetic_memory", gpu_machine_sections.synthetic_memory, 100),  # 75 s: likewise

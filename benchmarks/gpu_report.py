@@ -27,7 +27,7 @@ def targets(report: dict) -> dict:
     )
     evaluation = _get(report, "clcrec_eval", "result")
     passes = [v for k, v in (evaluation or {}).items() if k in ("fp32", "bf16")]
-    passes += list((evaluation or {}).get("chunks", {}).values())
+    passes += list((evaluation or {}).get("one_pass", {}).values())  # as training evaluates
     eval_seconds = min((row["seconds"] for row in passes), default=None)
     graphs = _get(report, "clcrec_256", "result", "graphs_rows")
     sync = _get(report, "sync_free", "result") or {}

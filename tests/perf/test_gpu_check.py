@@ -70,7 +70,9 @@ def test_the_dry_run_measures_what_the_device_run_reports(dry_run):
     assert list(at_256["graphs_rows"]) == ["fp32 compile graphs"]  # CUDA graphs' (bf16 too there)
     evaluation = sections["clcrec_eval"]
     assert evaluation["fp32"]["seconds"] > 0
-    assert list(evaluation["chunks"]) == ["default chunk", "chunk 2^12", "chunk 2^16"]
+    assert list(evaluation["one_pass"]) == ["default chunk", "chunk 2^12", "chunk 2^16"]
+    assert all(row["passes"] >= 3 for row in evaluation["one_pass"].values())
+    assert evaluation["one_pass_metric_difference"] < 1e-12  # any chunk size ranks alike
     for chunk in ("default chunk", "chunk 2^16"):  # where the evaluation's time goes
         assert evaluation[f"profile {chunk}"]["top_operators"]
     assert sections["lm"]["text"]["items"] == 190  # the text pipeline, on the carried weights
