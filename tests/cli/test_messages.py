@@ -120,3 +120,22 @@ def test_a_failed_run_is_not_called_finished(tmp_path):
     run = finished_run(tmp_path / "run", epochs=30, stopped="diverged", done=3)
     args = build_parser().parse_args(["train", "--resume", str(run)])
     assert train_config(args).epochs == 30  # resumed as before: no "finished" refusal
+
+
+def test_an_unfinished_runs_layout_is_read_from_its_config_comment(tmp_path):
+    from coldbrew.training.run_layout import layout_differences
+
+    (tmp_path / "config.yaml").write_text(
+        "model: clcrec\n# a new item's vector (recommend --item-vector): genre: 3 columns "
+        "(Action, Children's, Sci-Fi), then text: 384 columns\n"
+    )
+
+    class Data:
+        name = "other"
+
+        def summary(self):
+            features = {"genre": [5, 2], "text": [5, 384]}
+            return {"features": features, "feature_columns": {"genre": ["Action", "Sci-Fi"]}}
+
+    found = layout_differences(tmp_path, Data())
+    assert found == ["genre: 2 columns here against 3 columns in the run; missing here: Children's"]

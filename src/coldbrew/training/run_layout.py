@@ -3,26 +3,44 @@
 A checkpoint's content encoder is as wide as the blocks it was trained on: evaluated on data
 whose genre block has 18 columns instead of 19, torch answers "size mismatch for
 encoder.layer1.weight ... [256, 403] ... [256, 402]", which names neither the block nor the
-fix. ``check_run_layout`` compares the run's saved layout (``results.json``'s dataset summary)
-with the data before any state is loaded.
+fix. ``check_run_layout`` compares the run's saved layout (``results.json``'s dataset summary;
+an unfinished run's ``config.yaml`` comment) with the data before any state is loaded.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from coldbrew.errors import DataError
 
+# config.yaml's comment (``coldbrew.training.run.layout_comment``): "genre: 19 columns (A, B)"
+COMMENT_BLOCK = re.compile(r"(\w+): (\d+) columns(?: \(([^)]*)\))?")
+
 
 def saved_layout(run_dir: Path) -> tuple[dict, dict] | None:
-    """``(features, feature_columns)`` of the data RUN_DIR was trained on, from its
-    ``results.json`` (None for a run without one: unfinished, or a multi-seed run's)."""
+    """``(features, feature_columns)`` of the data RUN_DIR was trained on: its
+    ``results.json``'s summary, else (an unfinished run) the dense blocks its ``config.yaml``
+    comment lists; None when neither says."""
     try:
         summary = json.loads((run_dir / "results.json").read_text())["dataset"]
         return dict(summary["features"]), dict(summary.get("feature_columns") or {})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    try:
+        lines = (run_dir / "config.yaml").read_text().splitlines()
+    except OSError:
         return None
+    comment = next((line for line in lines if line.startswith("# a new item's vector")), None)
+    if comment is None:
+        return None
+    features, columns = {}, {}
+    for block, count, names in COMMENT_BLOCK.findall(comment.partition("):")[2]):
+        features[block] = [None, int(count)]
+        if names:
+            columns[block] = names.split(", ")
+    return features, columns
 
 
 def width(shape) -> str:
