@@ -139,3 +139,16 @@ def test_an_unfinished_runs_layout_is_read_from_its_config_comment(tmp_path):
 
     found = layout_differences(tmp_path, Data())
     assert found == ["genre: 2 columns here against 3 columns in the run; missing here: Children's"]
+
+
+def test_evaluating_on_other_users_and_items_says_so_first(tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["train", "--model", "ridge", "--data", "synthetic:small", "--out", str(run)]
+    assert main([*argv, "--backbone-epochs", "2", "--no-tensorboard", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--run", str(run), "--data", "synthetic:small,users=400"]) == 2
+    error = capsys.readouterr().err
+    assert (
+        f"{run} was trained on 500 users and 300 items, synthetic:small,users=400 has 400 " in error
+    )
+    assert "so --data must have the same ones" in error

@@ -14,7 +14,7 @@ from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
 from coldbrew.training.checkpoint import BEST, load_checkpoint
 from coldbrew.training.run import CONFIG, load_run_dataset, write_json
-from coldbrew.training.run_layout import check_run_layout
+from coldbrew.training.run_layout import check_run_layout, count_difference
 
 
 def load_model_state(model, state: dict, dataset_name: str) -> None:
@@ -77,7 +77,10 @@ def load_best_model(
         check_run_layout(run_dir, dataset)  # a block's width, not torch's size mismatch
     target = resolve_device(config.device)
     model = build_model(config.model, dataset, config)
-    load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
+    try:
+        load_model_state(model, load_checkpoint(checkpoint_path, target)["model"], dataset.name)
+    except ColdbrewError as error:  # the widths agree: other users or items, likely
+        raise ColdbrewError(count_difference(run_dir, dataset, error)) from None
     return config, dataset, model.to(target).eval(), target
 
 

@@ -93,3 +93,21 @@ def check_run_layout(run_dir: Path, dataset) -> None:
             f"({'; '.join(differences)}): give data with the run's blocks and columns, or "
             f"train a run on {dataset.name}"
         )
+
+
+def count_difference(run_dir: Path, dataset, error: Exception) -> str:
+    """The message for a checkpoint that did not fit ``dataset`` (``error``): the cause first
+    when the data's users or items are not as many as the run's (its ``results.json``)."""
+    try:
+        saved = json.loads((Path(run_dir) / "results.json").read_text())["dataset"]
+        before = (int(saved["users"]), int(saved["items"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return str(error)
+    now = (dataset.num_users, dataset.num_items)
+    if now == before:
+        return str(error)
+    return (
+        f"{run_dir} was trained on {before[0]:,} users and {before[1]:,} items, {dataset.name} "
+        f"has {now[0]:,} and {now[1]:,}: its checkpoint holds vectors of those users and items, "
+        f"so --data must have the same ones (another split of the run's data, say); {error}"
+    )
