@@ -45,13 +45,14 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
 
-# The GPU check (docs/gpu.md): gather its data into gpu_data/ (git-ignored, ~20 MB, carried to
-# the GPU machine), then run it there in one call; `make gpu-check-dry` runs it on this CPU.
+# The GPU check (docs/gpu.md): gather its data into gpu_data/ (git-ignored, 57 MiB, carried to
+# the GPU machine), then run it there in two calls (make gpu-check CALL=1, then CALL=2);
+# `make gpu-check-dry` runs it on this CPU.
 gpu-data: $(STAMP)
 	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) benchmarks/gpu_data.py
 
 gpu-check:
-	PYTHONPATH=src $${PYTHON_GPU:-python3} benchmarks/gpu_check.py
+	PYTHONPATH=src $${PYTHON_GPU:-python3} benchmarks/gpu_check.py $(if $(CALL),--call $(CALL))
 
 gpu-check-dry: $(STAMP)
 	$(PY) benchmarks/gpu_check.py --dry-run --out gpu_check_dry.json
