@@ -151,13 +151,27 @@ def test_a_run_started_from_python_takes_the_choice_and_an_entry_points_choice_s
 
     before = torch.get_num_threads()
     monkeypatch.setattr(threads, "_applied", [None])
-    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(before + 1, "t"))
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(1, "busy"))
     try:
+        torch.set_num_threads(3)  # torch's one thread per core, say
         configure_process(torch.device("cpu"))
-        assert torch.get_num_threads() == before + 1
-        monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(1, "later"))
+        assert torch.get_num_threads() == 1
+        monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(2, "later"))
         configure_process(torch.device("cpu"))  # a second sample could see this process busy
-        assert torch.get_num_threads() == before + 1
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_lower_count_the_caller_set_stands(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_applied", [None])
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(4, "4 free"))
+    try:
+        torch.set_num_threads(2)
+        choice = threads.ensure_threads()
+        assert torch.get_num_threads() == 2 == choice.threads
+        assert choice.reason == "2 set before (4 free)"
     finally:
         torch.set_num_threads(before)
 
@@ -195,9 +209,10 @@ def test_the_python_apis_load_dataset_takes_the_choice_first(monkeypatch):
 
     before = torch.get_num_threads()
     monkeypatch.setattr(threads, "_applied", [None])
-    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(before + 1, "t"))
+    monkeypatch.setattr(threads, "current_choice", lambda: threads.ThreadChoice(1, "busy"))
     try:
+        torch.set_num_threads(2)
         dataset = coldbrew.load_dataset("synthetic:small", seed=1)
-        assert torch.get_num_threads() == before + 1 and dataset.num_users > 0
+        assert torch.get_num_threads() == 1 and dataset.num_users > 0
     finally:
         torch.set_num_threads(before)

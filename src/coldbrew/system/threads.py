@@ -209,11 +209,22 @@ def apply_threads() -> ThreadChoice:
 
 
 def ensure_threads() -> ThreadChoice:
-    """The choice in force: ``apply_threads()`` unless an entry point of this process (the
-    CLI, the demo, a worker) already made it, which stands (a second sample could count this
-    process's own threads as busy cores). A count set with ``torch.set_num_threads`` after
-    that choice is kept too."""
-    return _applied[0] or apply_threads()
+    """The choice in force, for library entry points (a run started from Python, the server):
+    one an entry point of this process already made stands (the CLI, the demo, a worker; a
+    second sample could count this process's own threads as busy cores). Else
+    ``current_choice()``, except that a lower count set before (``torch.set_num_threads`` by
+    the caller) stands: this only ever lowers torch's count."""
+    if _applied[0] is not None:
+        return _applied[0]
+    import torch
+
+    choice, current = current_choice(), torch.get_num_threads()
+    if current < choice.threads:
+        choice = ThreadChoice(current, f"{current} set before ({choice.reason})")
+    elif current != choice.threads:
+        torch.set_num_threads(choice.threads)
+    _applied[0] = choice
+    return choice
 
 
 @contextlib.contextmanager
