@@ -16,11 +16,12 @@ is missing, trails the machine by about a minute: a command started just after a
 ended read load 1.2 on an idle 2-core machine, took one thread and ran 117 s instead of 90 s.
 ``coldbrew doctor`` shows the choice and its reason.
 
-Every entry point makes this one choice, through ``apply_threads``, before its work: each
-compute command of the CLI (``chosen_threads``), ``python -m coldbrew.demo`` (``make demo``),
-the server, a leaderboard's worker processes (their share, through ``COLDBREW_THREADS``) and
-every training or evaluation run, whoever started it (``configure_process`` calls
-``ensure_threads``: the Python API gets the choice too). Without it torch keeps one thread per
+Every entry point makes this one choice (``current_choice``) before its work: each compute
+command of the CLI (``chosen_threads``), ``python -m coldbrew.demo`` (``make demo``) and a
+leaderboard's worker processes (their share, through ``COLDBREW_THREADS``) apply it
+(``apply_threads``); the library's entry points (every training or evaluation run, whoever
+started it, through ``configure_process``; ``coldbrew.load_dataset``; the server) call
+``ensure_threads``, which keeps a choice already made. Without it torch keeps one thread per
 core: one epoch of ``make demo`` trained at 2,193 samples/s with torch's two threads at load
 5, and at 51,355 with the one thread chosen here (255 s against 19 s; BENCHMARKS.md, "make
 demo on a busy machine"). Inter-op threads are left to torch: eager training does not use
