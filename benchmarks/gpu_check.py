@@ -81,6 +81,7 @@ def device_plan(data: Path) -> dict:
         "synthetic": "synthetic:users=200000,items=1000000",
         "synthetic_batch": 8192,
         "synthetic_steps": 100,  # of the epoch's 468: the peak is reached in the first steps
+        "synthetic_eval_chunk": 2**28,
         "fastest_batch": 65536,  # sync_free's batch without a sweep: 2026-11-26's fastest
         "eval_chunks": [None, 2**26, 2**28],  # None: the default (2^24 scores, 17 chunks)
         "lm_run_budget": 40,  # seconds of training + evaluation in the LM's whole run
