@@ -88,9 +88,9 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
         model="clcrec",
         batch_size=plan["synthetic_batch"],
         num_neg=128,
-        # the default 2^24 scores: 782 chunks of 256 users, each part cut into blocks of
-        # 65,536 columns, some 13,000 blocks, each its own top-k and merge (launches and host
-        # waits); 2^28 scores (1 GiB): 746 chunks of 268 users, a part in one block
+        # the default 2^24 scores: chunks of 256 users (up to 782), each part cut into blocks
+        # of 65,536 columns, thousands of blocks, each its own top-k and merge (launches and
+        # host waits); 2^28 scores (1 GiB): a part in one block
         eval_chunk_elements=plan.get("synthetic_eval_chunk"),
     )
     record("eval_chunk_elements", config.eval_chunk_elements)
