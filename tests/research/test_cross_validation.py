@@ -118,3 +118,37 @@ def test_an_earlier_models_folds_are_checked_not_its_final_epochs(board, tmp_pat
     other = ({**LAYERS[0], "lr": 0.02},)
     with pytest.raises(ColdbrewError, match="other settings"):
         leaderboard(other, ["ridge"], [1], out, plot=False, log=lambda _: None)
+
+
+def test_the_final_runs_epoch_lines_say_nothing_chooses(board):
+    out, _ = board
+    log = (out / "clcrec" / "seed-1" / "train.log").read_text()
+    assert "no validation: the last epoch is kept" in log
+
+
+def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
+    """A user's own interactions and items, no validation or test: folds choose, the final runs
+    train on everything, and the table has nothing to report beyond the folds."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "shop"
+    data.mkdir()
+    users, items = 60, 40
+    pairs = {(u, i) for u in range(users) for i in rng.choice(items, 8, replace=False)}
+    lines = ["customer,sku"] + [f"c{u},sku-{i}" for u, i in sorted(pairs)]
+    (data / "events.csv").write_text("\n".join(lines) + "\n")
+    tags = ["a", "b", "c", "a|b"]
+    rows = ["sku,tags"] + [f"sku-{i},{tags[i % 4]}" for i in range(items)]
+    (data / "products.csv").write_text("\n".join(rows) + "\n")
+    (data / "coldbrew.yaml").write_text(
+        "interactions: events.csv\nuser: customer\nitem: sku\nitems: products.csv\n"
+        "categories: [tags]\n"
+    )
+    layers = ({"data": str(data), "folds": 2, "quiet": True, "ks": [5, 20]},)
+    result = leaderboard(layers, ["ridge"], [1], tmp_path / "board", plot=False, log=lambda _: None)
+    row = result["rows"][0]
+    assert row["folds"]["all"]["recall@20"]["n"] == 2
+    assert row["metrics"] == {}  # nothing was held out of the final runs: no report
+    final = json.loads((tmp_path / "board" / "ridge" / "seed-1" / "results.json").read_text())
+    assert final["dataset"]["train_interactions"] == len(pairs)

@@ -453,7 +453,7 @@ class Trainer:
             for section, values in metrics.items()
             for name in dict.fromkeys((monitor.metric, *monitor.shown))
             if name in values
-        ]
+        ] or ([] if self.chooses else ["no validation: the last epoch is kept"])
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)
         mark = " *" if improved else ""
         if not self.trains:  # ridge, knn ...: no training step, so no samples/s to show
