@@ -43,6 +43,8 @@ RESUMABLE_OVERRIDES = {
     "device",
     "precision",
     "compile",
+    "compile_mode",
+    "fused_optimizer",  # the same update, one kernel: its state loads either way
     "deterministic",
     "eval_chunk_elements",
     "trust_pickle",
