@@ -78,9 +78,10 @@ def test_links_to_the_root_benchmarks_file_point_at_the_site_copy(hooks):
 
 
 def test_the_benchmarks_pages_links_into_docs_are_site_links(hooks):
-    # BENCHMARKS.md sits at the root, so it links docs/baselines.md; the site's page is a sibling
+    # BENCHMARKS.md sits at the root, so it links docs/benchmark-history.md; the site's page is
+    # a sibling
     out = hooks.on_page_markdown('--8<-- "BENCHMARKS.md"', page("benchmarks.md"))
-    assert "](docs/" not in out and "](baselines.md" in out
+    assert "](docs/" not in out and "](benchmark-history.md" in out
     assert hooks.on_page_markdown("[b](docs/x.md)", page("gpu.md")) == "[b](docs/x.md)"
 
 
