@@ -8,7 +8,10 @@ pruning off so every trial trains every epoch): ``1 x postgres``, one ``coldbrew
 process through the database; ``2 x postgres``, two processes started together against it,
 sharing the 10 trials; with ``--local`` first, one process on the default SQLite study. The
 arms run in the order 1, 2, 2, 1 (ABBA), so a load that rises or falls steadily weighs on both
-alike; each process gets one thread (``COLDBREW_THREADS=1``, ``OMP_NUM_THREADS=1``). Printed:
+alike; each process gets one thread (``COLDBREW_THREADS=1``, ``OMP_NUM_THREADS=1``) and a
+session of its own, as workers started from separate shells have: Linux's autogroup scheduler
+shares the cores between sessions, so workers started in one session (``--one-session``) split
+that one session's share of a busy machine between them. Printed:
 each arm's wall seconds (process start to the last exit) and the load average around it, the
 mean of each kind and the ratio two workers / one. On a machine shared with other work, the
 workers compete with it for the cores: read the ratio with the load.
@@ -37,7 +40,9 @@ SEARCH += ["--early-stop-metric", "cold/recall@5", "--startup-trials", "3", "--q
 SEARCH += ["--no-tensorboard"]
 
 
-def start(out: Path, space: Path, trials: int, storage: str | None, name: str) -> subprocess.Popen:
+def start(
+    out: Path, space: Path, trials: int, storage: str | None, name: str, session: bool
+) -> subprocess.Popen:
     command = [sys.executable, "-m", "coldbrew", "search", "--space", str(space)]
     command += ["--trials", str(trials), "--out", str(out), *SEARCH]
     if storage is not None:
@@ -45,14 +50,20 @@ def start(out: Path, space: Path, trials: int, storage: str | None, name: str) -
     environment = {**os.environ, "COLDBREW_THREADS": "1", "OMP_NUM_THREADS": "1"}
     environment["PYTHONPATH"] = str(ROOT / "src")
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=environment
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=environment,
+        start_new_session=session,
     )
 
 
-def arm(folder: Path, space: Path, trials: int, workers: int, storage: str | None, name: str):
+def arm(folder: Path, space: Path, trials: int, workers: int, storage, name: str, session: bool):
     """Wall seconds of ``workers`` processes running one study; the study's trial states."""
     began = time.perf_counter()
-    processes = [start(folder / name, space, trials, storage, name) for _ in range(workers)]
+    processes = [
+        start(folder / name, space, trials, storage, name, session) for _ in range(workers)
+    ]
     logs = [process.communicate()[0].decode() for process in processes]
     seconds = time.perf_counter() - began
     for process, log in zip(processes, logs, strict=True):
@@ -83,6 +94,9 @@ def main() -> int:
     parser.add_argument("--storage", help="a PostgreSQL URL (default: start a server)")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--local", action="store_true", help="first, one worker on SQLite")
+    parser.add_argument(
+        "--one-session", action="store_true", help="start the workers in this session"
+    )
     args = parser.parse_args()
     arms = [("local", 1, False)] if args.local else []
     arms += [("1 x postgres", 1, True), ("2 x postgres", 2, True)] * 2
@@ -95,7 +109,9 @@ def main() -> int:
         for number, (label, workers, shared) in enumerate(arms):
             load = os.getloadavg()[0]
             name = f"arm{number}-{int(time.time())}"
-            took, states = arm(folder, space, args.trials, workers, url if shared else None, name)
+            storage = url if shared else None
+            session = not args.one_session
+            took, states = arm(folder, space, args.trials, workers, storage, name, session)
             seconds.setdefault(label, []).append(took)
             print(
                 f"{label:14s} {took:7.1f} s  {states.count('complete')} of {len(states)} trials "
@@ -106,7 +122,8 @@ def main() -> int:
     ratio = means["2 x postgres"] / means["1 x postgres"]
     print(f"mean: {', '.join(f'{label} {mean:.1f} s' for label, mean in means.items())}")
     print(f"two workers / one worker: {ratio:.2f} on {os.cpu_count()} cores")
-    print(json.dumps({"seconds": seconds, "ratio": ratio, "cores": os.cpu_count()}))
+    sessions = "one session" if args.one_session else "a session each"
+    print(json.dumps({"seconds": seconds, "ratio": ratio, "sessions": sessions}))
     return 0
 
 
