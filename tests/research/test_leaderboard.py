@@ -257,3 +257,20 @@ def test_models_share_one_load_per_seed_and_encoder(monkeypatch):
         ("aldi", 2, "minilm"),
         ("clcrec", 1, "mpnet"),
     ]
+
+
+def test_a_cold_column_over_no_more_items_than_k_is_marked_not_scored():
+    """15 cold items and K = 20: Recall@20 is 1 for any model, so the column says so."""
+    from coldbrew.research.summary import mean_std
+
+    metrics = {"split": {"report": {"cold": {"recall@20": mean_std([1.0, 1.0])}}}}
+    row = {
+        "model": "a",
+        "metrics": metrics,
+        "wall_seconds": {"mean": 1},
+        "candidates": {"split": {"report": 15}},
+    }
+    _, cells = table_cells([row])
+    assert cells[0][1] == "too few items"
+    row["candidates"] = {"split": {"report": 21}}
+    assert table_cells([row])[1][0][1].startswith("1.0000")

@@ -17,6 +17,7 @@ from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 METRICS = ("recall@20", "ndcg@20")
 ONE_LIST = " (one list for all users)"  # beside a model that does not personalise
+FEW_ITEMS = "too few items"  # a cold column whose users rank no more items than its K
 
 
 def seed_seconds(name: str, trained: dict) -> list:
@@ -141,20 +142,37 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     keys = list(dict.fromkeys(keys))
     reported = {c for c, s, _, _ in keys if s == "report"}
     keys = [key for key in keys if not (key[1] == "val" and key[0] in reported)]
-    header = ["model"] + [f"{c} {shown(s)}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
+    folds = list(
+        dict.fromkeys((c, m) for row in rows for c, ms in row.get("folds", {}).items() for m in ms)
+    )
+    header = ["model"] + [f"{c} folds/cold {m}" for c, m in folds]
+    header += [f"{c} {shown(s)}/{g} {m}" for c, s, g, m in keys] + ["seconds"]
     cells = []
     for row in rows:
         flagged = [list(pair) for pair in row.get("no_cold_signal", [])]
-        text = [
+        text = [format_mean_std(row.get("folds", {}).get(c, {}).get(m)) for c, m in folds]
+        text += [
             NO_COLD_SIGNAL
             if g == "cold" and [c, s] in flagged
+            else FEW_ITEMS
+            if g == "cold" and few_items(row, c, s, m)
             else format_mean_std(row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m))
             for c, s, g, m in keys
         ]
-        seconds = row["wall_seconds"]
+        seconds = format_mean_std(row["wall_seconds"], digits=0)
+        if row.get("fold_seconds"):  # a seed's folds and final run
+            seconds = f"{row['wall_seconds']['mean'] + row['fold_seconds']['mean']:,.0f}"
         name = row["model"] + (ONE_LIST if row.get("one_list") else "")
-        cells.append([name, *text, format_mean_std(seconds, digits=0)])
+        cells.append([name, *text, seconds])
     return header, cells
+
+
+def few_items(row: dict, convention: str, split: str, metric: str) -> bool:
+    """Whether ``split``'s users rank no more cold items than ``metric``'s K under
+    ``convention``: its Recall@K is then 1 (and its NDCG@K near it) for any model."""
+    count = row.get("candidates", {}).get(convention, {}).get(split)
+    cutoff = metric.partition("@")[2]
+    return count is not None and cutoff.isdigit() and count <= int(cutoff)
 
 
 def format_board(header: list[str], cells: list[list[str]], *, markdown: bool = False) -> str:
