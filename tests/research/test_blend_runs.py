@@ -62,7 +62,9 @@ def test_the_joint_objective_chooses_the_best_geometric_mean_of_both_conventions
     dataset = load_run_dataset(make_config(BLENDED))
     components = [run_vectors(run, dataset) for run in two_runs]
     lines = []
-    weights, score = choose_weights([(dataset, components)], "all", objective="joint", log=lines.append)
+    weights, score = choose_weights(
+        [(dataset, components)], "all", objective="joint", log=lines.append
+    )
     joint = {}
     for point in weight_grid(2):
         vectors = blended(components, list(point))
