@@ -16,6 +16,8 @@ LEADERBOARD_EXAMPLES = """Examples:
   coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
   coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \
       --seeds 1 --folds 5 --jobs 2 --out runs/folds   # folds choose, all of validation reports
+  coldbrew leaderboard ... --out /shared/runs/board --claims postgresql://host/db  # one worker
+      of many: run the same command on each machine; its runs are handed out
   coldbrew leaderboard --data ml-100k --features genre,text --models knn,deepmusic,gar,ridge \\
       --seeds 1,2 --jobs 2 --out runs/board-2    # two models at once, one per core
 Running the same command again trains only what is missing and prints the table."""
@@ -65,6 +67,13 @@ def add_parser(commands) -> None:
         metavar="N",
         help="train N models at once, each in its own process (auto: one per free core; "
         "default 1, or the --config's)",
+    )
+    board.add_argument(
+        "--claims",
+        metavar="WHERE",
+        help="share this board with other workers running the same command on the same --out: "
+        "its runs are handed out through a database URL (postgresql://...) or a folder every "
+        "worker reaches; each worker prints the table once all is done",
     )
     board.add_argument("--markdown", action="store_true", help="print a Markdown table")
     board.add_argument(
@@ -164,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         blend_objective=blend_objective,
         plot=args.plot,
         jobs=jobs,
+        claims=args.claims,
         log=(lambda _: None) if quiet else print,
     )
     if args.markdown:

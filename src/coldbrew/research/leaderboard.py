@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,13 @@ def check_blend_objective(results: dict, objective: str, run_dir: Path) -> None:
         )
 
 
+def table_lock(out: Path):
+    """The lock workers sharing a board take in turn to read it back and write its table."""
+    from filelock import FileLock
+
+    return FileLock(out / ".table.lock")
+
+
 def leaderboard(
     base_layers: Sequence[dict],
     models: Sequence[str],
@@ -269,11 +277,14 @@ def leaderboard(
     blend_objective: str = "monitored",
     plot: bool = True,
     jobs: int | str = 1,
+    claims: str | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and score every model × seed (and each blend of them: its weights chosen on val
     under the run options' cold-candidate convention, or both at once with ``blend_objective``
-    ``"joint"``), ``jobs`` models at once (or ``auto``); write and return the board."""
+    ``"joint"``), ``jobs`` models at once (or ``auto``); write and return the board. With
+    ``claims`` (a database URL or a shared folder) this is one worker of many sharing the board
+    in ``out`` (``coldbrew.research.board_claims``)."""
     from coldbrew.research.board_text import short_table
     from coldbrew.research.search import DataCache
     from coldbrew.training.checkpoint import RunLock
@@ -286,8 +297,34 @@ def leaderboard(
     folds = make_config(*base_layers, {"model": models[0]}).folds
     models, blends = with_earlier(out, models, blends, base_layers)
     out.mkdir(parents=True, exist_ok=True)
-    with RunLock(out):
-        cache = DataCache()
+    cache = DataCache()
+    if claims is not None:
+        from coldbrew.research.board_claims import share_board
+        from coldbrew.research.cross_validation import blend_on_folds
+
+        jobs = 1  # each worker is one process; the board is read back once all is done
+
+        make_blends = partial(
+            blend_on_folds if folds else blend_models,
+            seeds=seeds,
+            out=out,
+            objective=blend_objective,
+            log=log,
+            **({"folds": folds, "cache": cache} if folds else {}),
+        )
+        share_board(
+            claims,
+            base_layers,
+            models,
+            blends,
+            seeds,
+            out,
+            folds,
+            make_blends=make_blends,
+            cache=cache,
+            log=log,
+        )
+    with RunLock(out) if claims is None else table_lock(out):
         board = {"seeds": list(seeds), "conventions": list(conventions), "folds": folds}
         if folds:
             from coldbrew.research.cross_validation import cross_validated_board
