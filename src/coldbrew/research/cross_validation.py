@@ -171,18 +171,23 @@ def blend_on_folds(
 def fold_weights(
     name: str, out: Path, fold_runs: dict, objective: str, cache: Any, log: Callable[[str], None]
 ) -> list[float]:
-    """The blend's weights: read back from a fold run written before, else chosen on the folds."""
+    """The blend's weights: read back from a fold run written before (refused if another
+    objective chose them), else chosen on the folds."""
     from coldbrew.research.blend import choose_weights
     from coldbrew.research.seeds import seed_dir
     from coldbrew.training.blend import run_vectors
     from coldbrew.training.run import CONFIG
 
     fold, seed = next(iter(fold_runs))
-    written = seed_dir(fold_dir(out, name, fold), seed) / CONFIG
-    if written.exists():
-        from coldbrew.config import load_saved_config
-
-        return list(load_saved_config(written)["blend"]["weights"])
+    written = seed_dir(fold_dir(out, name, fold), seed)
+    if (written / CONFIG).exists():
+        options = load_saved_config_of(written)["blend"]
+        if options.get("chosen_by") != objective:
+            raise ColdbrewError(
+                f"{written}: its weights were chosen by the {options.get('chosen_by')} "
+                f"objective, not {objective}; give another --out, or that --blend-objective"
+            )
+        return list(options["weights"])
     sets = []
     for (_, seed), runs in fold_runs.items():
         config = make_config(load_saved_config_of(runs[0]), {"quiet": True, "device": "cpu"})
