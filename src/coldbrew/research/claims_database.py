@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 
 from coldbrew.errors import ColdbrewError
-from coldbrew.research.claims import DONE, RUNNING, TABLE, Claims, lost_claim
+from coldbrew.research.claims_base import RUNNING, TABLE, ClaimsBase, lost_claim
 
 INSTALL = "pip install -e '.[research]' (SQLAlchemy and psycopg2-binary)"
 
@@ -50,7 +50,7 @@ def connect(url: str):
     return engine
 
 
-class DatabaseClaims(Claims):
+class DatabaseClaims(ClaimsBase):
     """Claims as rows of ``coldbrew_claims`` in the database at ``url``."""
 
     def __init__(self, url: str, scope: str, timeout: float, worker: str | None) -> None:
@@ -126,15 +126,6 @@ class DatabaseClaims(Claims):
                 self.table.select().with_only_columns(self.table.c.worker).where(self._this(unit))
             ).scalar()
         raise lost_claim(unit, holder)
-
-    def heartbeat(self, unit: str) -> None:
-        self._update(unit, RUNNING)
-
-    def done(self, unit: str) -> None:
-        self._update(unit, DONE)
-
-    def release(self, unit: str) -> None:
-        self._update(unit, None)
 
     def records(self) -> dict[str, tuple[str, str, float]]:
         import sqlalchemy as sa
