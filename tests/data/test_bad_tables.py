@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from coldbrew.cli import main
-from coldbrew.data.tables import from_frames
+from coldbrew.data.dataset import Dataset
 from coldbrew.errors import DataError
 
 EVENTS = "user,item,stars,ts\nann,a,5,1\nbob,a,3,2\nbob,b,4,3\n"
@@ -138,4 +138,4 @@ def test_the_good_files_load_and_info_says_what_was_read_dropped_and_guessed(tmp
 def test_mixed_or_odd_id_types_in_frames_are_refused(interactions, items, message):
     items = pd.DataFrame(items) if items else None
     with pytest.raises(DataError, match=message):
-        from_frames(pd.DataFrame(interactions), items)
+        Dataset.from_frames(pd.DataFrame(interactions), items)

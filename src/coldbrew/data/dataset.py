@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from coldbrew.data.matrices import interactions_to_csr  # noqa: F401 - loaders import it here
 from coldbrew.errors import DataError
 
 SPLITS = ("val", "test")  # what loaders produce
@@ -88,10 +89,17 @@ class Dataset:
     def from_frames(cls, interactions, items=None, **columns) -> Dataset:
         """A dataset from pandas frames with named columns: ``user``, ``item`` (default names),
         ``text=[...]``, ``categories=[...]``, ``numeric=[...]`` of the items table; see
-        ``coldbrew.data.tables.from_frames`` for every option."""
-        from coldbrew.data.tables import from_frames
+        ``coldbrew.data.tables.dataset_fields`` for every option.
 
-        return from_frames(interactions, items, **columns)
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"user": ["ann", "bob", "bob"], "item": ["sku-1", "sku-1", "sku-2"]})
+        >>> data = Dataset.from_frames(frame)
+        >>> data.describe(), list(data.item_ids)
+        ('2 users, 2 items, 3 interactions', ['sku-1', 'sku-2'])
+        """
+        from coldbrew.data.tables import dataset_fields
+
+        return cls(**dataset_fields(interactions, items, **columns))
 
     def __post_init__(self) -> None:
         self.cold_items = np.unique(np.asarray(self.cold_items, dtype=np.int64))
@@ -260,22 +268,3 @@ def _check_feature(name: str, feature: Feature, num_items: int, dataset: str) ->
         )
     if not torch.isfinite(feature).all():
         raise DataError(f"{dataset}: feature {name!r} contains NaN or inf values")
-
-
-def interactions_to_csr(
-    users: np.ndarray, items: np.ndarray, shape: tuple[int, int]
-) -> sp.csr_matrix:
-    """Pairs -> binary CSR (duplicates collapse to one), indices sorted per row."""
-    users = np.asarray(users, dtype=np.int64)
-    items = np.asarray(items, dtype=np.int64)
-    if len(users):
-        if users.min() < 0 or users.max() >= shape[0]:
-            raise DataError(f"user id out of range 0..{shape[0] - 1}")
-        if items.min() < 0 or items.max() >= shape[1]:
-            raise DataError(f"item id out of range 0..{shape[1] - 1}")
-    data = np.ones(len(users), dtype=np.float32)
-    matrix = sp.csr_matrix((data, (users, items)), shape=shape)
-    matrix.sum_duplicates()
-    matrix.data[:] = 1.0
-    matrix.sort_indices()
-    return matrix

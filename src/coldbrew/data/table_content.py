@@ -93,8 +93,6 @@ def item_content(
     repeated = sorted({c for c in named if named.count(c) > 1})
     if repeated:
         raise DataError(f"column(s) {', '.join(repeated)} named as more than one kind of content")
-    from coldbrew.data.tables import check_columns
-
     if items is not None:
         check_columns(items, named, where["items"])
     for column in categories:
@@ -230,3 +228,15 @@ def vector_block(
     if extra:
         notes.append(f"{where}: {extra} vector(s) of items not in the catalogue ignored")
     return torch.as_tensor(out)
+
+
+def check_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> None:
+    """Every column named must be in ``frame``; else a ``DataError`` naming those it has."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{where}: expected a pandas DataFrame, got {type(frame).__name__}")
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{where}: no column {', '.join(map(repr, missing))} (it has: "
+            f"{', '.join(map(str, frame.columns)) or 'none'}); name the right one in coldbrew.yaml"
+        )

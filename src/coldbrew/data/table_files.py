@@ -1,7 +1,7 @@
 """The general layout on disk: a ``coldbrew.yaml`` naming the files and their columns.
 
 A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, every key one of
-``coldbrew.data.tables.from_frames``'s, file names relative to the directory::
+``coldbrew.data.tables.dataset_fields``'s, file names relative to the directory::
 
     interactions: ratings.csv     # CSV, TSV (.tsv) or Parquet (.parquet)
     user: user_id                 # column names in the interaction files

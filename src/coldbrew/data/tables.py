@@ -1,6 +1,6 @@
 """Your data as it comes: interactions and an items table with named columns, as pandas frames.
 
-``from_frames`` is the one general reader; ``coldbrew.data.table_files`` reads the frames from
+``dataset_fields`` (behind ``Dataset.from_frames``) is the one general reader; ``coldbrew.data.table_files`` reads the frames from
 CSV, TSV or Parquet files named in a ``coldbrew.yaml`` and ``coldbrew.data.recbole`` from
 RecBole's atomic files, both through it.
 
@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from coldbrew.data.dataset import Dataset, interactions_to_csr
-from coldbrew.data.table_content import item_content, shown
+from coldbrew.data.matrices import interactions_to_csr
+from coldbrew.data.table_content import check_columns, item_content, shown
 from coldbrew.data.table_ids import item_codes, item_index_of, sorted_ids, source_ids
 from coldbrew.errors import DataError
 
@@ -37,7 +37,7 @@ MISSING_ITEMS = ("error", "drop")
 INTERACTION_SPLITS = ("train", "val", "test")
 
 
-def from_frames(
+def dataset_fields(
     interactions: pd.DataFrame,
     items: pd.DataFrame | None = None,
     *,
@@ -61,8 +61,9 @@ def from_frames(
     sources: Mapping[str, str] | None = None,
     notes: list[str] | None = None,
     **options,
-) -> Dataset:
-    """A ``Dataset`` from pandas frames with named columns (see the module's docstring).
+) -> dict:
+    """The fields of a ``Dataset`` (``Dataset.from_frames`` makes it) from pandas frames with
+    named columns (see the module's docstring).
 
     ``items`` has the id column ``item_id`` (default: ``item``) and the content columns named
     by ``text``, ``categories`` and ``numeric``; ``vectors`` is a frame of precomputed item
@@ -72,12 +73,6 @@ def from_frames(
     names the file of each frame (``train``, ``val``, ``test``, ``items``, ``vectors``) for
     messages. ``options``: the text encoder's (``text_encoder``, ``progress``,
     ``text_batch_size``).
-
-    >>> import pandas as pd
-    >>> frame = pd.DataFrame({"user": ["ann", "bob", "bob"], "item": ["sku-1", "sku-1", "sku-2"]})
-    >>> data = from_frames(frame)
-    >>> data.describe(), list(data.item_ids)
-    ('2 users, 2 items, 3 interactions', ['sku-1', 'sku-2'])
     """
     if missing_items not in MISSING_ITEMS:
         raise DataError(f"missing_items must be error or drop, not {missing_items!r}")
@@ -116,7 +111,7 @@ def from_frames(
     )
     every = [matrices[split] for split in INTERACTION_SPLITS if split in matrices]
     known = interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape)
-    return Dataset(
+    return dict(
         name=name,
         num_users=shape[0],
         num_items=shape[1],
@@ -161,18 +156,6 @@ def _matrices(frames, user, codes, num_items, where, notes) -> tuple[pd.Index, d
         _note_duplicates(users, codes[split], num_items, where[split], notes)
         matrices[split] = interactions_to_csr(users, codes[split], shape)
     return user_index, matrices
-
-
-def check_columns(frame: pd.DataFrame, columns: Sequence[str], where: str) -> None:
-    """Every column named must be in ``frame``; else a ``DataError`` naming those it has."""
-    if not isinstance(frame, pd.DataFrame):
-        raise DataError(f"{where}: expected a pandas DataFrame, got {type(frame).__name__}")
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise DataError(
-            f"{where}: no column {', '.join(map(repr, missing))} (it has: "
-            f"{', '.join(map(str, frame.columns)) or 'none'}); name the right one in coldbrew.yaml"
-        )
 
 
 def _kept_ratings(frame, rating, min_rating, where, notes) -> pd.DataFrame:
