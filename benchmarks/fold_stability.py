@@ -68,10 +68,13 @@ def main(paths: list[str]) -> None:
             shown = "  ".join(f"{value:.4f}" for value in values)
             print(f"  {model:<12} {shown}  std {spread:.4f}")
         for (i, a), (j, b) in itertools.combinations(enumerate(means), 2):
-            value, count = tau(a, b)
-            print(f"  tau(board {i}, board {j}) = {value:.2f} over {count} models")
+            if len(set(a) & set(b)) > 2:
+                value, count = tau(a, b)
+                print(f"  tau(board {i}, board {j}) = {value:.2f} over {count} models")
         test = {model: pair[test_column] for model, pair in TEST.items()}
         for i, each in enumerate(means):
+            if len(set(each) & set(test)) <= 2:
+                continue
             value, count = tau(each, test)
             print(f"  tau(board {i} folds, test) = {value:.2f} over {count} models")
             value, count = tau(report_means(boards[i], convention), test)
