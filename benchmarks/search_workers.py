@@ -79,7 +79,7 @@ def database(url: str | None):
     if url is not None:
         yield url
         return
-    sys.path.insert(0, str(ROOT / "tests" / "research"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from postgres_support import new_database, running_postgres, why_not
 
     reason = why_not()

@@ -271,6 +271,6 @@ def test_a_cold_column_over_no_more_items_than_k_is_marked_not_scored():
         "candidates": {"split": {"report": 15}},
     }
     _, cells = table_cells([row])
-    assert cells[0][1] == "too few items"
+    assert cells[0][1] == "<= 20 items"
     row["candidates"] = {"split": {"report": 21}}
     assert table_cells([row])[1][0][1].startswith("1.0000")

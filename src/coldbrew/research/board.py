@@ -17,7 +17,7 @@ from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 METRICS = ("recall@20", "ndcg@20")
 ONE_LIST = " (one list for all users)"  # beside a model that does not personalise
-FEW_ITEMS = "too few items"  # a cold column whose users rank no more items than its K
+FEW_ITEMS = "<= {k} items"  # a cold column whose users rank no more items than its K
 
 
 def seed_seconds(name: str, trained: dict) -> list:
@@ -154,7 +154,7 @@ def table_cells(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
         text += [
             NO_COLD_SIGNAL
             if g == "cold" and [c, s] in flagged
-            else FEW_ITEMS
+            else FEW_ITEMS.format(k=m.partition("@")[2])
             if g == "cold" and few_items(row, c, s, m)
             else format_mean_std(row["metrics"].get(c, {}).get(s, {}).get(g, {}).get(m))
             for c, s, g, m in keys

@@ -33,11 +33,6 @@ def cold_value(row: dict, convention: str, split: str) -> dict | None:
     return row["metrics"].get(convention, {}).get(split, {}).get("cold", {}).get(METRIC)
 
 
-def few_candidates(row: dict, convention: str, split: str) -> bool:
-    count = row.get("candidates", {}).get(convention, {}).get(split)
-    return count is not None and count <= K
-
-
 def marks(board: dict, choosing: str, convention: str) -> dict[str, str]:
     """``{row: "*" or "="}``: the best by ``choosing`` under ``convention``, and on folds the
     rows level with it."""
@@ -56,6 +51,7 @@ def marks(board: dict, choosing: str, convention: str) -> dict[str, str]:
 
 def short_table(board: dict) -> str:
     """The board's rows in at most about ``WIDTH`` characters, a legend above, leads below."""
+    from coldbrew.research.board import FEW_ITEMS, few_items
     from coldbrew.research.compare import format_table
 
     rows, conventions = board["rows"], board["conventions"]
@@ -74,8 +70,8 @@ def short_table(board: dict) -> str:
         for split in splits:
             for convention in conventions:
                 mark = chosen[convention].get(row["model"], "") if split == choosing else ""
-                if few_candidates(row, convention, split):
-                    line.append(f"<= {K} items")
+                if few_items(row, convention, split, METRIC):
+                    line.append(FEW_ITEMS.format(k=K))
                 else:
                     line.append(cell(cold_value(row, convention, split), mark))
         seconds = (row["wall_seconds"].get("mean") or 0) + (

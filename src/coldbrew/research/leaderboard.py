@@ -173,14 +173,17 @@ def train_models(
     out: Path,
     *,
     jobs: int | str = 1,
-    cache: Any,
+    cache: Any = None,
     log: Callable[[str], None],
 ) -> dict[str, dict]:
     """``{model: its multi-seed results}``, training what is not finished yet; with ``jobs``
     above 1, that many models at once (``coldbrew.research.parallel``), the rest read back;
-    ``cache`` loads each seed's data once here."""
+    ``cache`` loads each seed's data once here (a new one when None)."""
     from coldbrew.research.parallel import train_side_by_side
+    from coldbrew.research.search import DataCache
     from coldbrew.research.seeds import all_finished
+
+    cache = cache if cache is not None else DataCache()
 
     units = {model: (tuple(base_layers), model, list(seeds), out / model) for model in models}
     results = {}
