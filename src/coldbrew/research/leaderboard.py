@@ -262,6 +262,21 @@ def check_blend_objective(results: dict, objective: str, run_dir: Path) -> None:
         )
 
 
+def share(claims, base_layers, models, blends, seeds, out, folds, objective, cache, log) -> None:
+    """This worker's share of the board in ``out``, through ``claims``
+    (``coldbrew.research.board_claims``): its runs, then its blends, made as without claims."""
+    from coldbrew.research.board_claims import share_board
+    from coldbrew.research.cross_validation import blend_on_folds
+
+    options = {"seeds": seeds, "out": out, "objective": objective, "log": log}
+    if folds:
+        make_blends = partial(blend_on_folds, folds=folds, cache=cache, **options)
+    else:
+        make_blends = partial(blend_models, **options)
+    layers = (base_layers, models, blends, seeds, out, folds)
+    share_board(claims, *layers, make_blends=make_blends, cache=cache, log=log)
+
+
 def table_lock(out: Path):
     """The lock workers sharing a board take in turn to read it back and write its table."""
     from filelock import FileLock
@@ -302,31 +317,8 @@ def leaderboard(
     out.mkdir(parents=True, exist_ok=True)
     cache = DataCache()
     if claims is not None:
-        from coldbrew.research.board_claims import share_board
-        from coldbrew.research.cross_validation import blend_on_folds
-
         jobs = 1  # each worker is one process; the board is read back once all is done
-
-        make_blends = partial(
-            blend_on_folds if folds else blend_models,
-            seeds=seeds,
-            out=out,
-            objective=blend_objective,
-            log=log,
-            **({"folds": folds, "cache": cache} if folds else {}),
-        )
-        share_board(
-            claims,
-            base_layers,
-            models,
-            blends,
-            seeds,
-            out,
-            folds,
-            make_blends=make_blends,
-            cache=cache,
-            log=log,
-        )
+        share(claims, base_layers, models, blends, seeds, out, folds, blend_objective, cache, log)
     with RunLock(out) if claims is None else table_lock(out):
         board = {"seeds": list(seeds), "conventions": list(conventions), "folds": folds}
         if folds:
