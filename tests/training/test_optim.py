@@ -52,15 +52,34 @@ def test_cpu_optimizer_is_fused_and_steps_as_the_plain_loop(optimizer):
         ]
     )
     assert not any(group["fused"] for group in plain.param_groups)
+    assert_same_steps(models, (fused, plain))
+
+
+def assert_same_steps(models, optimizers) -> None:
+    """Five steps of the same random gradients leave both models' parameters equal."""
     generator = torch.Generator().manual_seed(0)
     for _ in range(5):
         grads = [torch.randn(p.shape, generator=generator) for p in models[0].parameters()]
-        for model, optim in zip(models, (fused, plain), strict=True):
+        for model, optim in zip(models, optimizers, strict=True):
             for parameter, grad in zip(model.parameters(), grads, strict=True):
                 parameter.grad = grad.clone()
             optim.step()
     for mine, theirs in zip(models[0].parameters(), models[1].parameters(), strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
+def test_the_fused_optimizer_gives_the_plain_ones_parameters(optimizer):
+    settings = {"optimizer": optimizer, "lr": 0.01, "weight_decay": 0.05}
+    models = [torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 2)) for _ in "ab"]
+    models[1].load_state_dict(models[0].state_dict())
+    before = models[0][0].weight.detach().clone()
+    fused = build_optimizer(models[0], make_config(settings))
+    plain = build_optimizer(models[1], make_config({**settings, "fused_optimizer": False}))
+    assert all(group["fused"] for group in fused.param_groups)
+    assert not any(group["fused"] for group in plain.param_groups)
+    assert_same_steps(models, (fused, plain))
+    assert not torch.equal(models[0][0].weight, before)  # it moved
 
 
 def test_weight_decay_skips_biases_and_groups_scale_the_lr():

@@ -2,7 +2,8 @@
 ``torch.compile`` (reduce-overhead replays CUDA graphs, which need the compiled loss to be one
 graph that writes none of its inputs, with no host sync: tests/training/test_gpu_step.py
 proves the step has none), and
-``fused_optimizer`` picks torch's fused Adam on CPU and CUDA, equal to the plain loop."""
+``fused_optimizer`` picks torch's fused Adam on CPU and CUDA (equal to the plain loop:
+tests/training/test_optim.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from test_gpu_step import gpu_like_trainer
 
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
-from coldbrew.training.optim import build_optimizer, fused_choice
+from coldbrew.training.optim import fused_choice
 
 
 def fake_parameter(device: str, floating: bool = True):
@@ -29,27 +30,6 @@ def test_fused_where_the_device_has_it_and_only_when_wanted():
     assert fused_choice([{"params": [fake_parameter("mps")]}]) is None
     assert fused_choice([{"params": [fake_parameter("cpu"), fake_parameter("cuda")]}]) is None
     assert fused_choice([{"params": [fake_parameter("cuda", floating=False)]}]) is None
-
-
-@pytest.mark.parametrize("optimizer", ["adam", "adamw"])
-def test_the_fused_optimizer_gives_the_plain_ones_parameters(optimizer):
-    settings = {"optimizer": optimizer, "lr": 0.01, "weight_decay": 0.05}
-    models = [torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Linear(5, 2)) for _ in "ab"]
-    models[1].load_state_dict(models[0].state_dict())
-    fused = build_optimizer(models[0], make_config(settings))
-    plain = build_optimizer(models[1], make_config({**settings, "fused_optimizer": False}))
-    assert all(group["fused"] for group in fused.param_groups)
-    assert not any(group["fused"] for group in plain.param_groups)
-    generator = torch.Generator().manual_seed(0)
-    for _ in range(5):
-        grads = [torch.randn(p.shape, generator=generator) for p in models[0].parameters()]
-        for model, optim in zip(models, (fused, plain), strict=True):
-            for parameter, grad in zip(model.parameters(), grads, strict=True):
-                parameter.grad = grad.clone()
-            optim.step()
-    for a, b in zip(models[0].parameters(), models[1].parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
-    assert not torch.equal(models[0][0].weight, torch.nn.Linear(6, 5).weight)  # it moved
 
 
 def test_the_compile_mode_reaches_torch_compile(monkeypatch):
