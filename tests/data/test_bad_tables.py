@@ -62,8 +62,8 @@ CASES = {
         "numeric column 'year' holds 'new'",
     ),
     "two kinds": (
-        {"coldbrew.yaml": SPEC.replace("[title]", "[genres]")},
-        "named as more than one kind",
+        {"coldbrew.yaml": SPEC.replace("[year]", "[genres]")},
+        "genres named twice, or as both category and numeric",
     ),
     "reserved name": (
         {

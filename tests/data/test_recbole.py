@@ -33,7 +33,7 @@ def atomic(folder, inter=INTER, item=ITEM, name="tiny"):
 def test_typed_fields_become_ids_rating_time_text_categories_numbers_and_vectors(tmp_path):
     data = load_dataset(atomic(tmp_path), text_vectors=False)
     assert data.item_ids.tolist() == [10, 20, 30, 40] and data.user_ids.tolist() == [1, 2]
-    assert data.item_text[0] == "movie_title: Toy Story."
+    assert data.item_text[0] == "Movie title: Toy Story."
     assert data.feature_columns["class"] == ["Animation", "Comedy", "Crime", "Drama"]
     assert data.features["class"][0].tolist() == [1, 1, 0, 0]  # space-separated token_seq
     assert data.feature_columns["numeric"] == ["release_year"]  # a token of numbers

@@ -59,10 +59,21 @@ def test_integer_ids_stay_integers():
 def test_text_columns_are_joined_with_their_names_and_an_empty_text_is_zeros(monkeypatch):
     seen = fake_encoder(monkeypatch)
     data = coldbrew.Dataset.from_frames(INTERACTIONS, ITEMS, text=["title", "plot"])
-    assert data.item_text == ["title: Up.", "title: Heat. plot: A thief.", ""]
-    assert seen == [["title: Up.", "title: Heat. plot: A thief."]]  # the empty one not encoded
+    assert data.item_text == ["Title: Up.", "Title: Heat. Plot: A thief.", ""]
+    assert seen == [["Title: Up.", "Title: Heat. Plot: A thief."]]  # the empty one not encoded
     assert data.features["text"][2].tolist() == [0.0, 0.0]
     assert any("1 item(s) have no text" in note and "'sku-3'" in note for note in data.notes)
+
+
+def test_a_category_column_may_be_text_too_its_list_read_with_commas(monkeypatch):
+    seen = fake_encoder(monkeypatch)
+    items = ITEMS.rename(columns={"rating_band": "rating_band_"})
+    data = coldbrew.Dataset.from_frames(
+        INTERACTIONS, items, text=["title", "genres", "rating_band_"], categories=["genres"]
+    )
+    assert data.item_text[1] == "Title: Heat. Genres: Crime, Drama. Rating band: PG."
+    assert seen[0][1] == data.item_text[1]
+    assert data.feature_columns["genres"] == ["Animation", "Crime", "Drama"]  # still a block
 
 
 def test_text_columns_with_no_text_at_all_are_refused(monkeypatch):

@@ -1,13 +1,14 @@
 """Item content from an items table's named columns: text, category, numeric and vector blocks.
 
-- **Text columns** are joined into one text per item with their names, ``"title: Heat. plot:
-  A thief."`` (empty fields left out), and that text is encoded once by the sentence encoder
-  (``coldbrew.data.features.text_embeddings``, with its cache). One text rather than one
-  vector per column because the encoder reads each field in the context of the others, a short
-  field such as a title is a poor sentence alone, and the block keeps the encoder's width
-  whatever the column count (per-column vectors multiply the width and the encoding time by
-  the number of columns); the names tell the encoder what each field is. An item whose text
-  columns are all empty gets a zero text vector, and a note counts such items.
+- **Text columns** are joined into one text per item, each field labelled by its column's name,
+  ``"Title: Heat. Genres: Action, Crime. Plot: A thief."`` (empty fields left out, ``_`` read
+  as a space, ``|``-lists written with commas), and that text is encoded once by the sentence
+  encoder (``coldbrew.data.features.text_embeddings``, with its cache). One text rather than one
+  vector per column: on ml-1m-coldstart's folds the joined text scored level with or above one
+  vector per field (BENCHMARKS, "How an item's text is written") at one encode instead of one
+  per column. An item whose text columns are all empty gets a zero text vector, and a note
+  counts such items. A text column may also be a category or numeric column (genres are both
+  a block and words the encoder reads).
 - **Category columns**: a ``|``-separated list (genres) becomes a multi-hot block, one value a
   one-hot block; one block per column, named by it, each column of the block named by its value.
 - **Numeric columns** become one block ``numeric``, each column standardised (mean 0, standard
@@ -90,11 +91,16 @@ def item_content(
     named = [*text, *categories, *numeric]
     if named and items is None:
         raise DataError(f"content columns ({', '.join(named)}) need an items table; name its file")
-    repeated = sorted({c for c in named if named.count(c) > 1})
+    blocks = [*categories, *numeric]  # a text column may be one of these too
+    repeated = sorted(
+        {c for c in blocks if blocks.count(c) > 1} | {c for c in text if list(text).count(c) > 1}
+    )
     if repeated:
-        raise DataError(f"column(s) {', '.join(repeated)} named as more than one kind of content")
+        raise DataError(
+            f"column(s) {', '.join(repeated)} named twice, or as both category and numeric"
+        )
     if items is not None:
-        check_columns(items, named, where["items"])
+        check_columns(items, list(dict.fromkeys(named)), where["items"])
     for column in categories:
         if column in RESERVED_BLOCKS:
             raise DataError(
@@ -112,7 +118,7 @@ def item_content(
         matrix = vector_block(vectors, vector_id, item_index, where["vectors"], notes)
         content.factories["vectors"] = lambda matrix=matrix: matrix
     if text:
-        texts = joined_texts(items, list(text))
+        texts = joined_texts(items, list(text), separator)
         empty = [position for position, value in enumerate(texts) if not value]
         if empty:
             notes.append(
@@ -129,12 +135,23 @@ def shown(value: object) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def joined_texts(items: pd.DataFrame, columns: list[str]) -> list[str]:
-    """``"title: Heat. plot: A thief."`` per row: each non-empty column with its name."""
+def text_label(column: str) -> str:
+    """A column's name as a field label: ``"release_year"`` -> ``"Release year"``."""
+    label = column.replace("_", " ").strip()
+    return label[:1].upper() + label[1:]
+
+
+def joined_texts(items: pd.DataFrame, columns: list[str], separator: str = "|") -> list[str]:
+    """``"Title: Heat. Genres: Action, Crime."`` per row: each non-empty column, labelled.
+
+    ``separator``'s lists read as comma lists (``"Action|Crime"`` -> ``"Action, Crime"``)
+    unless it is a space or a comma already."""
     joined = pd.Series("", index=items.index, dtype=object)
     for column in columns:
         value = items[column].fillna("").astype(str).str.strip().str.rstrip(".").str.strip()
-        piece = (f"{column}: " + value + ".").where(value != "", "")
+        if separator.strip() not in ("", ","):
+            value = value.str.replace(separator, ", ", regex=False)
+        piece = (f"{text_label(column)}: " + value + ".").where(value != "", "")
         both = (joined != "") & (piece != "")
         joined = (joined + " " + piece).where(both, joined + piece)
     return joined.tolist()
