@@ -9,6 +9,10 @@ must have as many fields as its header, see ``coldbrew.data.csv_files``):
 - ``movies_extrainfos.dat`` (optional, ``::``-separated, keyed by MovieLens id): director, cast
   and plot, joined to ``items.csv`` by normalised title and year (see ``match_extra_info``).
 
+Ids are integers, or text (``item1``, a SKU), one type per kind in every file: ``uid`` and
+``iid`` are integers when every one parses as an integer (``007`` is 7), text when none does,
+and a mix is refused naming its file and line (``coldbrew.data.csv_files.id_values``);
+``Dataset.user_ids`` / ``item_ids`` give them back (int64, or an object array of ``str``).
 Internal item ids follow the sorted ``iid`` of ``items.csv``; internal user ids the sorted ``uid``
 over every interaction file. Cold items are all items without a training interaction, so with
 ``cold_test.csv`` absent its items still count as cold candidates (the CLCRec protocol ranks
@@ -21,9 +25,16 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
-from coldbrew.data.csv_files import header_positions, read_pairs, read_text
+from coldbrew.data.csv_files import (
+    data_line,
+    header_positions,
+    id_values,
+    read_pairs,
+    read_text,
+)
 from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
@@ -37,6 +48,7 @@ from coldbrew.data.features import (
     text_embeddings,
     title_keys,
 )
+from coldbrew.data.table_content import shown
 from coldbrew.errors import DataError
 
 EXTRA_INFO_FILE = "movies_extrainfos.dat"
@@ -74,10 +86,11 @@ def load(
         extra, note = match_extra_info(titles, read_extra_info(path / EXTRA_INFO_FILE))
         notes.append(note)
     texts = item_texts([display_title(title) for title in titles], genres, extra)
-    empty = [iid for iid, text in zip(item_ids.tolist(), texts, strict=True) if text == "."]
+    empty = [iid for iid, text in zip(item_ids, texts, strict=True) if text == "."]
     if empty:
         notes.append(
-            f"items.csv: {len(empty)} item(s) have no title and no genres (e.g. iid {empty[0]}): "
+            f"items.csv: {len(empty)} item(s) have no title and no genres (e.g. iid "
+            f"{shown(empty[0])}): "
             "their text is '.', which says nothing"
         )
     available = {
@@ -113,6 +126,8 @@ def _read_interactions(
     pairs = {name: read_pairs(file) for name, file in pair_files.items() if file.is_file()}
     if "test" not in pairs:
         notes.append("no cold_test.csv: test metrics skipped")
+    _check_one_kind([(path / "items.csv", item_ids)], pairs, pair_files, 1, "iid")
+    _check_one_kind([], pairs, pair_files, 0, "uid")
     user_ids = np.unique(np.concatenate([users for users, _ in pairs.values()]))
     shape = (len(user_ids), len(item_ids))
     matrices = {}
@@ -125,13 +140,40 @@ def _read_interactions(
     return user_ids, matrices
 
 
+def _check_one_kind(
+    columns: list[tuple[Path, np.ndarray]],
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]],
+    pair_files: dict[str, Path],
+    at: int,
+    what: str,
+) -> None:
+    """The ids ``what`` (column ``at`` of each pair file, after ``columns``) of one type in every
+    file: integers everywhere or text everywhere."""
+    columns = columns + [(pair_files[name], ids[at]) for name, ids in pairs.items()]
+    columns = [(file, ids) for file, ids in columns if len(ids)]
+    if not columns:
+        return
+    first_file, first = columns[0]
+    integer = first.dtype.kind == "i"
+    for file, ids in columns[1:]:
+        if (ids.dtype.kind == "i") != integer:
+            kinds = ("text", "integers") if integer else ("an integer", "text")
+            raise DataError(
+                f"{file}, line {data_line(file, 0)}: uid and iid must be integers, or every "
+                f"{what} text: {what} {shown(ids[0])} is {kinds[0]} but {first_file.name}'s "
+                f"{what}s are {kinds[1]}"
+            )
+
+
 def _internal_item_ids(items: np.ndarray, item_ids: np.ndarray, file: Path) -> np.ndarray:
     positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
     unknown = item_ids[positions] != items
     if unknown.any():
+        first = int(np.argmax(unknown))
         raise DataError(
             f"{file}: {len(np.unique(items[unknown]))} iid(s) not in items.csv "
-            f"(e.g. {int(items[unknown][0])}); items.csv must list every item"
+            f"(e.g. {shown(items[first])}) from line {data_line(file, first)}; items.csv must "
+            "list every item"
         )
     return positions
 
@@ -153,7 +195,7 @@ def _check_cold_files(
         if len(both):
             raise DataError(
                 f"{pair_files[split]}: {len(both)} item(s) both warm and cold, i.e. also in "
-                f"train.csv (e.g. iid {int(item_ids[both[0]])})"
+                f"train.csv (e.g. iid {shown(item_ids[both[0]])})"
             )
     if len(cold_sets) == 2:
         shared = np.intersect1d(cold_sets["val"], cold_sets["test"])
@@ -173,12 +215,13 @@ def _union(matrices: list[sp.csr_matrix]) -> sp.csr_matrix:
 
 # ---------------------------------------------------------------------------------- reading
 def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
-    """Sorted ``iid`` array with the matching titles and genre lists from ``items.csv``."""
+    """Sorted ``iid`` array (int64 or text, ``id_values``) with the matching titles and genre
+    lists from ``items.csv``."""
     rows = list(csv.reader(read_text(path).splitlines()))
     if not rows:
         raise DataError(f"{path}: empty file; expected a header line 'iid,title,genres'")
     iid_at, title_at, genres_at = header_positions(path, rows[0], ("iid", "title", "genres"))
-    by_iid: dict[int, tuple[str, list[str]]] = {}
+    iids, lines, titles, genres = [], [], [], []
     for number, row in enumerate(rows[1:], start=2):
         if not row:
             continue
@@ -186,24 +229,25 @@ def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
             raise DataError(
                 f"{path}, line {number}: expected {len(rows[0])} fields, got {len(row)}"
             )
-        try:
-            iid = int(row[iid_at])
-        except ValueError:
-            raise DataError(
-                f"{path}, line {number}: iid must be an integer, got {row[iid_at]!r}"
-            ) from None
-        if iid in by_iid:
-            raise DataError(f"{path}, line {number}: iid {iid} listed twice")
-        genres = [
-            g.strip()
-            for g in row[genres_at].split("|")
-            if g.strip() and g.strip() != "(no genres listed)"
-        ]
-        by_iid[iid] = (row[title_at].strip(), genres)
-    if not by_iid:
+        iids.append(row[iid_at])
+        lines.append(number)
+        titles.append(row[title_at].strip())
+        genres.append(
+            [
+                g.strip()
+                for g in row[genres_at].split("|")
+                if g.strip() and g.strip() != "(no genres listed)"
+            ]
+        )
+    if not iids:
         raise DataError(f"{path}: no items after the header")
-    item_ids = np.array(sorted(by_iid), dtype=np.int64)
-    return item_ids, [by_iid[i][0] for i in item_ids], [by_iid[i][1] for i in item_ids]
+    ids = id_values(path, iids, lines, "iid", "iid must be an integer")
+    repeated = pd.Series(ids).duplicated().to_numpy()
+    if repeated.any():
+        first = int(np.argmax(repeated))
+        raise DataError(f"{path}, line {lines[first]}: iid {shown(ids[first])} listed twice")
+    order = np.argsort(ids, kind="stable")
+    return ids[order], [titles[i] for i in order], [genres[i] for i in order]
 
 
 # ---------------------------------------------------------------------------------- titles

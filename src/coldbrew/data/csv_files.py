@@ -2,9 +2,13 @@
 
 ``read_pairs`` reads a ``uid,iid`` interaction file. pandas' C parser reads it whole (hundreds
 of thousands of lines) when every row has as many fields as the header and the two columns hold
-only integers; anything else (a malformed row, a non-integer) goes through the ``csv`` module
-line by line, which names the file and line to blame and is the reference the pandas path is
-tested against. ``integer_columns`` is that pandas path, for the other loaders too.
+only integers; anything else (a malformed row, text ids) goes through the ``csv`` module line by
+line, which names the file and line to blame and is the reference the pandas path is tested
+against. ``integer_columns`` is that pandas path, for the other loaders too.
+
+Ids (``id_values``) are integers when every one of a column is an integer as ``int`` reads it
+(``7``, ``007``, ``+7``), text when none is (``item1``, ``7.5``); a column mixing the two is a
+``DataError`` naming the line.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from coldbrew.errors import DataError
+
+INTEGER_ID = r"[+-]?0*[0-9]{1,18}"  # what int() reads, within int64
+PAIR_IDS = "uid and iid must be integers"
 
 
 def read_text(path: Path) -> str:
@@ -44,7 +51,8 @@ def header_positions(path: Path, columns: list[str], required: tuple[str, ...]) 
 
 
 def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """``(uids, iids)`` int64 arrays of a ``uid,iid`` CSV.
+    """``(uids, iids)`` of a ``uid,iid`` CSV, each int64, or an object array of text ids
+    (``id_values``).
 
     More columns are allowed and ignored; names and values may be double-quoted
     (``"uid","iid"``). Every row must have exactly as many fields as the header: a row with more
@@ -58,7 +66,42 @@ def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
     values = integer_columns(body, len(columns), positions)
     if values is not None:
         return values[:, 0].copy(), values[:, 1].copy()
-    return _parse_lines(path, body, positions, len(columns))
+    users, items, lines = _parse_lines(path, body, positions, len(columns))
+    return (
+        id_values(path, users, lines, "uid", PAIR_IDS),
+        id_values(path, items, lines, "iid", PAIR_IDS),
+    )
+
+
+def id_values(path: Path, values: list[str], lines: list[int], what: str, rule: str) -> np.ndarray:
+    """``values`` (read on ``lines`` of ``path``) as int64 when every one is an integer, else as
+    an object array of text (spaces around stripped); empty ids and a mix of the two kinds are a
+    ``DataError`` naming the line, its message starting with ``rule``."""
+    import pandas as pd
+
+    texts = pd.Series(values, dtype=object).str.strip()
+    empty = (texts == "").to_numpy()
+    if empty.any():
+        raise DataError(f"{path}, line {lines[int(np.argmax(empty))]}: empty {what}")
+    integer = texts.str.fullmatch(INTEGER_ID).to_numpy(dtype=bool)
+    if integer.all():
+        return texts.astype(np.int64).to_numpy()
+    if not integer.any():
+        return texts.to_numpy(dtype=object)
+    other = int(np.argmax(integer != integer[0]))
+    kinds = ("text", "an integer") if integer[0] else ("an integer", "text")
+    raise DataError(
+        f"{path}, line {lines[other]}: {rule}, or every {what} text: {what} "
+        f"{texts.iloc[other]!r} is {kinds[0]} but line {lines[0]}'s is {kinds[1]}"
+    )
+
+
+def data_line(path: Path, row: int) -> int:
+    """The line of ``path`` (the header is line 1) holding data row ``row`` (from 0) as
+    ``read_pairs`` counts rows, blank lines skipped: for messages."""
+    header, _, body = read_text(path).partition("\n")
+    width = len(next(csv.reader([header]), []))
+    return _parse_lines(path, body, [0, 0], width)[2][row]
 
 
 def integer_columns(
@@ -92,9 +135,10 @@ def integer_columns(
 
 def _parse_lines(
     path: Path, body: str, positions: list[int], width: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The reference parser: ``csv`` rows (quotes allowed), each checked, blank lines skipped."""
-    users, items = [], []
+) -> tuple[list[str], list[str], list[int]]:
+    """The reference parser: ``csv`` rows (quotes allowed), each checked, blank lines skipped;
+    the two columns' values as written and each row's line."""
+    users, items, lines = [], [], []
     rows = csv.reader(body.split("\n"))
     for row in rows:
         number = rows.line_num + 1  # the header is line 1
@@ -105,11 +149,7 @@ def _parse_lines(
                 f"{path}, line {number}: expected {width} fields like the header, "
                 f"got {len(row)} ({','.join(row)!r})"
             )
-        try:
-            users.append(int(row[positions[0]]))
-            items.append(int(row[positions[1]]))
-        except ValueError:
-            raise DataError(
-                f"{path}, line {number}: uid and iid must be integers, got {','.join(row)!r}"
-            ) from None
-    return np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64)
+        users.append(row[positions[0]])
+        items.append(row[positions[1]])
+        lines.append(number)
+    return users, items, lines
