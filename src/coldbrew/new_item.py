@@ -43,13 +43,16 @@ def text_block_of(model, dataset) -> str | None:
 
 
 def text_encoder_identity(config) -> dict:
-    """The sentence encoder that made the data's ``text`` block (name, backbone, pooling ...)."""
+    """The sentence encoder that made the data's ``text`` block (name, backbone, pooling ...);
+    joined encoders (``minilm+mpnet@128``): the name and ``members``, each member's settings."""
     from dataclasses import asdict
 
-    from coldbrew.data.sentence_models import sentence_model
+    from coldbrew.data.sentence_models import member_models
 
-    model = sentence_model(config.text_encoder, progress=False)
-    return {"name": config.text_encoder, **asdict(model)}
+    models = [asdict(model) for model in member_models(config.text_encoder, progress=False)]
+    if len(models) > 1:
+        return {"name": config.text_encoder, "members": models}
+    return {"name": config.text_encoder, **models[0]}
 
 
 def describe_blocks(blocks: list[dict]) -> str:
@@ -78,37 +81,42 @@ def needs_other_blocks(blocks: list[dict], text_block: str, how: str) -> str:
 
 class TextBlockEncoder:
     """A text's row of the ``text`` block, by the sentence encoder ``identity`` describes
-    (``text_encoder_identity``), loaded once, on the CPU as the data's vectors were made."""
+    (``text_encoder_identity``; each of its ``members`` side by side), loaded once, on the CPU
+    as the data's vectors were made."""
 
     def __init__(self, identity: dict):
         self.identity = identity
-        self.backbone = None
+        self.members = identity.get("members") or [identity]
+        self.backbones: list = [None] * len(self.members)
 
     def warm_up(self) -> None:
         """Load the sentence encoder now (the first text otherwise pays for it)."""
-        if self.backbone is None:
-            from coldbrew.data.text_backbone import load_backbone
+        from coldbrew.data.text_backbone import load_backbone
 
-            self.backbone = load_backbone(self.identity["backbone"], "cpu", progress=False)
+        for index, member in enumerate(self.members):
+            if self.backbones[index] is None:
+                self.backbones[index] = load_backbone(member["backbone"], "cpu", progress=False)
 
     def encode(self, text: str) -> np.ndarray:
         """``(1, width)`` float32: ``text`` as the data's text block encodes an item's text."""
         from coldbrew.data.text_encoder import encode_texts
 
         self.warm_up()
-        identity = self.identity
-        encoded = encode_texts(
-            [text],
-            backbone=identity["backbone"],
-            pooling=identity["pooling"],
-            normalize=identity["normalize"],
-            max_length=identity["max_length"],
-            cache=None,
-            progress=False,
-            device="cpu",
-            loaded=lambda: self.backbone,
-        )
-        return encoded.numpy()
+        rows = [
+            encode_texts(
+                [text],
+                backbone=member["backbone"],
+                pooling=member["pooling"],
+                normalize=member["normalize"],
+                max_length=member["max_length"],
+                cache=None,
+                progress=False,
+                device="cpu",
+                loaded=lambda loaded=loaded: loaded,
+            )
+            for member, loaded in zip(self.members, self.backbones, strict=True)
+        ]
+        return torch.cat(rows, dim=1).numpy()
 
 
 def full_row(

@@ -194,14 +194,20 @@ def check_options(dataset: str, options: Mapping[str, object], known: Sequence[s
 
 def text_embeddings(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
     """``encode_texts`` with the loader options ``progress``, ``text_batch_size`` and
-    ``text_encoder`` (minilm, mpnet or a sentence-transformers folder; default minilm)."""
-    from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, sentence_model
+    ``text_encoder`` (minilm, mpnet or a sentence-transformers folder; default minilm). Joined
+    encoders (``minilm+mpnet@128``) give each member's vectors side by side, each encoded (or
+    read) under its own cache entry; ``sentence_models.member_models`` says why unscaled."""
+    from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, member_models
     from coldbrew.data.text_encoder import encode_texts
 
     batch_size = int(options.get("text_batch_size", 64))  # type: ignore[arg-type]
     progress = bool(options.get("progress", True))
-    model = sentence_model(
+    models = member_models(
         str(options.get("text_encoder", DEFAULT_TEXT_ENCODER)), progress=progress
     )
-    # the model's backbone, pooling, normalize and max_length, by encode_texts's names
-    return encode_texts(texts, **asdict(model), batch_size=batch_size, progress=progress)
+    # each model's backbone, pooling, normalize and max_length, by encode_texts's names
+    blocks = [
+        encode_texts(texts, **asdict(model), batch_size=batch_size, progress=progress)
+        for model in models
+    ]
+    return blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)

@@ -152,11 +152,14 @@ def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -
 
 def encoder_identity(choice: str) -> str:
     """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet or a folder): the same
-    for one model wherever its folder lies, another for another model (even of the same width)."""
-    from coldbrew.data.sentence_models import sentence_model
+    for one model wherever its folder lies, another for another model (even of the same width).
+    Joined members (``minilm+mpnet@128``): their keys in order, joined by `` + ``."""
+    from coldbrew.data.sentence_models import member_models
 
-    model = sentence_model(choice, progress=False)
-    return encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
+    return " + ".join(
+        encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
+        for model in member_models(choice, progress=False)
+    )
 
 
 def _encode(

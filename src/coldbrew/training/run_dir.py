@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from coldbrew.config import TrainConfig
-from coldbrew.data.sentence_models import TEXT_ENCODERS, split_budget
+from coldbrew.data.sentence_models import absolute_encoder
 from coldbrew.errors import ColdbrewError
 
 
@@ -43,8 +43,5 @@ def absolute_data(config: TrainConfig) -> TrainConfig:
     path = Path(config.data).expanduser()
     if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
         config.data = str(path.resolve())
-    choice, budget = split_budget(config.text_encoder)
-    encoder = Path(choice).expanduser()
-    if choice not in TEXT_ENCODERS and encoder.is_dir():  # a folder, so it is found from anywhere
-        config.text_encoder = str(encoder.resolve()) + ("" if budget is None else f"@{budget}")
+    config.text_encoder = absolute_encoder(config.text_encoder)  # folders found from anywhere
     return config
