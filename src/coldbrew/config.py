@@ -79,6 +79,11 @@ class TrainConfig:
         "each text (mpnet@128)",
     )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")
+    layout: dict[str, Any] | None = option(
+        None,
+        "your own tables' layout in coldbrew.yaml's keys, over the folder's file key by key "
+        "(default: the file alone); repeatable: --layout text=title,plot",
+    )
     has_v: bool | None = option(None, "original flag: load visual features")
     has_a: bool | None = option(None, "original flag: load acoustic features")
     has_t: bool | None = option(None, "original flag: load text features")
@@ -331,7 +336,7 @@ BOARD_SECTION = "leaderboard"
 SHARED_BY_MODELS = frozenset(
     {"data", "features", "text_encoder", "seed", "protocol", "report_share", "selection_seed"}
     | {"cold_split", "folds", "fold", "fold_seed"}
-    | {"trust_pickle", "has_v", "has_a", "has_t"}
+    | {"layout", "trust_pickle", "has_v", "has_a", "has_t"}
 )
 
 
@@ -368,6 +373,8 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
                 f"{model}: {key!r} is shared by every model of a run or board; write it flat, "
                 "outside the model's section"
             )
+        elif name == "layout":  # a mapping: merged over an earlier layer's key by key
+            run_values["layout"] = layout_value(run_values.get("layout"), value, from_text)
         elif name == "batch_size" and isinstance(value, str) and value.strip() == "auto":
             run_values["auto_batch_size"] = True
         elif name in FIELDS:  # in a model's section: a run option for that model only
@@ -398,6 +405,25 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
     config = TrainConfig(**run_values, model_options=section_type(**section_values), notes=notes)
     config.validate()
     return config
+
+
+def layout_value(before: dict | None, value: Any, from_text: bool) -> dict | None:
+    """``before`` with a layer's ``layout`` over it key by key: ``KEY=VALUE`` texts from the
+    command line, a mapping from YAML (none: unchanged), checked against coldbrew.yaml's keys."""
+    from coldbrew.data.table_layout import check_layout, merge_layout, parse_layout_flags
+
+    if value is None:
+        return before
+    if isinstance(value, dict):
+        given = check_layout(value, "option 'layout'")
+    elif from_text and isinstance(value, str | list | tuple):
+        given = parse_layout_flags([value] if isinstance(value, str) else value)
+    else:
+        raise ColdbrewError(
+            f"option 'layout': expected a mapping of coldbrew.yaml's keys (layout: {{text: "
+            f"[title, plot]}}), got {value!r}"
+        )
+    return merge_layout(before, given)
 
 
 def _put_section(key, value, model, types, values, from_text) -> None:

@@ -24,6 +24,14 @@ def add_parser(commands) -> None:
     )
     bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
     bench.add_argument("--data", default="synthetic", help="dataset directory or name")
+    bench.add_argument(
+        "--layout",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="your own tables' layout as coldbrew.yaml's keys, over the folder's own "
+        "(repeatable: --layout interactions=events.csv --layout text=title,plot)",
+    )
     bench.add_argument("--trust-pickle", action="store_true", help="allow pickled .npy files")
     bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
     bench.add_argument(
@@ -87,7 +95,7 @@ def feature_widths(text: str | None) -> list[int] | None:
 
 
 # the variants share the run's dataset and device
-SHARED_OPTIONS = ("data", "features", "trust_pickle", "device", "feature_dims")
+SHARED_OPTIONS = ("data", "layout", "features", "trust_pickle", "device", "feature_dims")
 
 
 def variant_flags(text: str) -> dict[str, str]:
@@ -135,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     widths = feature_widths(args.feature_dims)
     flags = {
         "data": args.data,
+        "layout": args.layout or None,
         "features": args.features,
         "trust_pickle": args.trust_pickle,
         "model": args.model,

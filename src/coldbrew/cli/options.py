@@ -56,6 +56,8 @@ def _add(
     options: dict = {"dest": spec.name, "default": argparse.SUPPRESS}
     if str(spec.type).startswith("bool"):
         options.update(nargs="?", const="true", metavar="BOOL")
+    elif spec.name == "layout":  # a mapping, one KEY=VALUE per flag
+        options.update(action="append", metavar="KEY=VALUE")
     else:
         options["metavar"] = spec.name.upper()
     dash, underscore = f"--{spec.name.replace('_', '-')}", f"--{spec.name}"

@@ -8,6 +8,7 @@ import time
 
 from coldbrew.cli.options import add_config_options, config_flags
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
+from coldbrew.config import FIELDS
 from coldbrew.errors import ColdbrewError
 
 TRAIN_EXAMPLES = """Examples:
@@ -59,6 +60,13 @@ def add_parsers(commands) -> None:
         default="files",
         metavar="files|time:F|random:F",
         help="which items are cold, as train chooses them (default: files, the data's own)",
+    )
+    info.add_argument(
+        "--layout",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=FIELDS["layout"].metadata["help"],
     )
     info.add_argument("--json", action="store_true", help="print one JSON object")
     convert = data.add_parser(
@@ -378,6 +386,7 @@ def run_data(args: argparse.Namespace) -> int:
         return 0
     from coldbrew.config import MAX_SEED
     from coldbrew.data import load_dataset
+    from coldbrew.data.table_layout import parse_layout_flags
     from coldbrew.options import coerce
 
     seed = coerce("seed", args.seed, int, from_text=True)
@@ -393,6 +402,7 @@ def run_data(args: argparse.Namespace) -> int:
         features=args.features,
         seed=seed,
         text_encoder=args.text_encoder,
+        layout=parse_layout_flags(args.layout) if args.layout else None,
     )
     from coldbrew.data.cold_split import apply_cold_split
 

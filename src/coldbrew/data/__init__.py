@@ -12,11 +12,12 @@ logger ``"coldbrew.data.<module>"``, so ``logging.getLogger("coldbrew")`` silenc
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
 from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
+from coldbrew.data.table_layout import not_own_tables
 from coldbrew.errors import DataError
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def load_dataset(
     seed: int = DEFAULT_SEED,
     text_encoder: str = DEFAULT_TEXT_ENCODER,
     text_vectors: bool = True,
+    layout: Mapping[str, Any] | None = None,
     **options,
 ) -> Dataset:
     """Load a dataset into the one in-memory form.
@@ -70,6 +72,8 @@ def load_dataset(
     if str(path_or_name).split(":")[0] == "synthetic":
         from coldbrew.data import synthetic
 
+        if layout:
+            raise not_own_tables(str(path_or_name))
         dataset = synthetic.load(str(path_or_name), features=features, seed=seed, **options)
         return _note_unused_encoder(dataset, text_encoder)
     path = resolve_data_path(path_or_name)
@@ -77,15 +81,18 @@ def load_dataset(
         raise DataError(f"{path} is not a directory")
     from coldbrew.data import clcrec_layout, csv_coldstart, movielens, table_files
 
-    if table_files.detect(path):  # the user's own coldbrew.yaml names the files: it wins
+    if table_files.detect(path, layout):  # coldbrew.yaml or --layout names the files: it wins
         return table_files.load(
             path,
             features=features,
             seed=seed,
             text_encoder=text_encoder,
             text_vectors=text_vectors,
+            layout=dict(layout or {}),
             **options,
         )
+    if layout:
+        raise not_own_tables(str(path))
     for module in (clcrec_layout, csv_coldstart, movielens):
         if not module.detect(path):
             continue

@@ -17,7 +17,9 @@ A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, eve
     val: cold_val.csv             # optional: your own cold items' interactions
     test: cold_test.csv
 
-``coldbrew data init FILES...`` writes one (``coldbrew.data.table_guess``). Ids are read as
+``coldbrew data init FILES...`` writes one (``coldbrew.data.table_guess``). The same settings
+given as flags (``--layout text=title,plot``: ``coldbrew.data.table_layout``) go over the
+file's key by key, or, where there is no file, name the files themselves. Ids are read as
 text and become integers only when every id of the kind is a plain integer (``"007"`` stays
 text), so ids come back as they were written.
 """
@@ -30,42 +32,34 @@ import numpy as np
 import pandas as pd
 
 from coldbrew.data.dataset import Dataset
+from coldbrew.data.table_layout import (
+    COLUMN_KEYS,
+    FILE_KEYS,
+    LIST_KEYS,
+    OTHER_KEYS,
+    SPEC_FILE,
+    check_layout,
+    merge_layout,
+)
 from coldbrew.errors import DataError
 
-SPEC_FILE = "coldbrew.yaml"
-FILE_KEYS = ("interactions", "items", "vectors", "val", "test")
-COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
-LIST_KEYS = ("text", "categories", "numeric")
-OTHER_KEYS = ("min_rating", "missing_items", "category_separator")
-KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
 SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 PLAIN_INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"  # no leading zeros, fits int64
 
 
-def detect(path: Path) -> bool:
-    return (path / SPEC_FILE).is_file()
+def detect(path: Path, layout: dict | None = None) -> bool:
+    """Whether ``path`` is the general layout: it holds ``coldbrew.yaml``, or ``layout`` (the
+    settings given as flags) names its interactions file."""
+    return (path / SPEC_FILE).is_file() or "interactions" in (layout or {})
 
 
-def read_spec(path: Path) -> dict:
-    """``coldbrew.yaml``'s settings, checked: known keys, the files present, lists of names."""
-    spec = _load_yaml(path)
-    unknown = sorted(set(map(str, spec)) - set(KEYS))
-    if unknown:
-        raise DataError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
+def read_spec(path: Path, layout: dict | None = None) -> dict:
+    """``coldbrew.yaml``'s settings at ``path`` (none where it is absent), with ``layout``'s
+    over them key by key, checked: known keys, the interactions file named, lists of names."""
+    given = check_layout(layout or {}, "--layout")
+    spec = merge_layout(check_layout(_load_yaml(path), path) if path.is_file() else {}, given)
     if "interactions" not in spec:
         raise DataError(f"{path}: name the interactions file (interactions: FILE)")
-    for key in FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator"):
-        if key in spec and not isinstance(spec[key], str):
-            raise DataError(f"{path}: {key} must be a name, not {spec[key]!r}")
-    for key in LIST_KEYS:
-        value = spec.get(key, [])
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise DataError(f"{path}: {key} must be a list of column names, not {value!r}")
-        spec[key] = value
-    if "min_rating" in spec and not isinstance(spec["min_rating"], int | float):
-        raise DataError(f"{path}: min_rating must be a number, not {spec['min_rating']!r}")
     return spec
 
 
@@ -87,14 +81,24 @@ def _load_yaml(path: Path) -> dict:
     return loaded
 
 
-def load(path: Path, *, features=None, seed: int = 1, text_vectors: bool = True, **options):
-    """The dataset ``path/coldbrew.yaml`` describes (``seed``: checked, draws nothing)."""
+def load(
+    path: Path,
+    *,
+    features=None,
+    seed: int = 1,
+    text_vectors: bool = True,
+    layout: dict | None = None,
+    **options,
+):
+    """The dataset ``path/coldbrew.yaml`` describes, ``layout``'s settings over the file's
+    (without the file, ``layout`` alone: it names the interactions file); ``seed``: checked,
+    draws nothing."""
     from coldbrew.data.dataset import check_seed
     from coldbrew.data.features import TEXT_OPTIONS, check_options
 
     check_seed(seed)
     check_options(path.name, options, TEXT_OPTIONS)
-    spec = read_spec(path / SPEC_FILE)
+    spec = read_spec(path / SPEC_FILE, layout)
     frames = read_frames(path, spec)
     settings = {key: spec[key] for key in COLUMN_KEYS + LIST_KEYS + OTHER_KEYS if key in spec}
     return Dataset.from_frames(

@@ -109,6 +109,7 @@ def run_bench(
         seed=config.seed,
         text_encoder=config.text_encoder,
         text_vectors=model_spec(config.model).reads_text_vectors,
+        layout=config.layout,
     )
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)

@@ -64,7 +64,8 @@ class DataCache:
 
     Keyed by what ``coldbrew.tasks.load_data`` reads: the task's kind (not the model, so the
     models of a leaderboard share one load per seed), whether the model reads the text block
-    (the LM does not), the data, features, text encoder, seed, pickle trust and series."""
+    (the LM does not), the data, its layout, features, text encoder, seed, pickle trust and
+    series."""
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
@@ -79,6 +80,7 @@ class DataCache:
         key = (spec.task, config.data, str(config.resolved_features()), config.trust_pickle)
         key += (spec.reads_text_vectors,)
         key += (config.seed, getattr(options, "series", None), config.text_encoder)
+        key += (str(config.layout),)
         if key not in self.loaded:
             self.loaded[key] = load_data(spec.task, config, select=False)
         cut = (config.report_share, config.selection_seed, config.cold_split)

@@ -25,11 +25,19 @@ def load_data(name: str, config: Any, *, select: bool = True) -> Any:
             seed=config.seed,
             text_encoder=config.text_encoder,
             text_vectors=model_spec(config.model).reads_text_vectors,
+            layout=config.layout,  # the run's own tables as it named them (saved with it)
         )
         return select_and_report(dataset, config) if select else dataset
     if name == "forecasting":
         from coldbrew.data.series import load_series
 
+        if config.layout:
+            from coldbrew.errors import ColdbrewError
+
+            raise ColdbrewError(
+                "--layout applies only to your own tables for a recommender; forecasting reads "
+                "MovieLens ratings or synthetic series: leave it out"
+            )
         return load_series(config.data, config.model_options.series, seed=config.seed)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
 

@@ -1,0 +1,107 @@
+"""The general layout's settings: ``coldbrew.yaml``'s keys, checked, and the same settings given
+as flags (``--layout KEY=VALUE``) or as a config's ``layout:`` mapping, merged over the file.
+
+No torch or pandas here: the configuration checks a run's ``layout`` before anything loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from coldbrew.errors import DataError
+
+SPEC_FILE = "coldbrew.yaml"
+FILE_KEYS = ("interactions", "items", "vectors", "val", "test")
+COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
+LIST_KEYS = ("text", "categories", "numeric")
+OTHER_KEYS = ("min_rating", "missing_items", "category_separator")
+KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
+NAME_KEYS = FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator")
+# what a flag's help and a refusal say
+FLAG_EXAMPLE = "--layout interactions=events.csv --layout text=title,plot"
+
+
+def check_layout(spec: Mapping, where: str | Path) -> dict[str, Any]:
+    """``spec``'s settings, checked: known keys, one name for a file or column key, a list of
+    names for ``text``/``categories``/``numeric`` (one name is a list of one), a number for
+    ``min_rating``. ``where`` begins each error (the file, ``--layout``)."""
+    if not isinstance(spec, Mapping):
+        raise DataError(f"{where} must be a mapping of key: value (interactions: FILE, ...)")
+    unknown = sorted(set(map(str, spec)) - set(KEYS))
+    if unknown:
+        raise DataError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
+    checked = dict(spec)
+    for key in NAME_KEYS:
+        if key not in checked or isinstance(checked[key], str) and checked[key]:
+            continue
+        value = checked[key]
+        if isinstance(value, list | tuple):
+            shown = ",".join(map(str, value))
+            raise DataError(f"{where}: {key} takes one name, not a list ({shown})")
+        raise DataError(f"{where}: {key} must be a name, not {value!r}")
+    for key in LIST_KEYS:
+        value = checked.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise DataError(f"{where}: {key} must be a list of column names, not {value!r}")
+        if key in checked:
+            checked[key] = list(value)
+    value = checked.get("min_rating", 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{where}: min_rating must be a number, not {value!r}")
+    return checked
+
+
+def parse_layout_flags(values: Iterable[str], where: str = "--layout") -> dict[str, Any]:
+    """``["interactions=events.csv", "text=title,plot"]`` -> ``{"interactions": "events.csv",
+    "text": ["title", "plot"]}``, checked; a later flag for the same key wins."""
+    layout: dict[str, Any] = {}
+    for text in values:
+        key, equals, value = str(text).partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise DataError(
+                f"{where} takes KEY=VALUE (e.g. {FLAG_EXAMPLE}), not {text!r}; "
+                f"keys: {', '.join(KEYS)}"
+            )
+        layout[key] = _flag_value(key, value)
+    return check_layout(layout, where)
+
+
+def _flag_value(key: str, value: str) -> Any:
+    """A flag's text as coldbrew.yaml would hold it: names split at commas for a list key, a
+    number for ``min_rating``, the separator as given (it may be a comma or a space)."""
+    if key == "category_separator":
+        return value
+    if key in LIST_KEYS:
+        return [name.strip() for name in value.split(",") if name.strip()]
+    value = value.strip()
+    if key == "min_rating":
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                continue
+        return value  # check_layout says it is not a number
+    if "," in value:
+        return [name.strip() for name in value.split(",")]  # check_layout refuses the list
+    return value
+
+
+def merge_layout(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The layers' settings key by key, a later layer's value winning."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer or {})
+    return merged
+
+
+def not_own_tables(name: str) -> DataError:
+    """The refusal of layout settings for data that is not the general layout."""
+    return DataError(
+        f"{name} is not your own tables (no {SPEC_FILE}, no --layout interactions=FILE): layout "
+        f"flags apply only to those; name your files ({FLAG_EXAMPLE}) or leave --layout out"
+    )
