@@ -128,3 +128,29 @@ def test_an_unknown_iid_names_its_file_and_line(tmp_path, cold_val, shown, line)
         f"{tmp_path / 'cold_val.csv'}: 1 iid(s) not in items.csv (e.g. {shown}) from line "
         f"{line}; items.csv must list every item"
     )
+
+
+def refuse_line_by_line(*args, **kwargs):
+    raise AssertionError("expected pandas' parser, but the line-by-line parser was called")
+
+
+def test_text_pairs_take_pandas_path_and_match_the_line_by_line_reading(tmp_path, monkeypatch):
+    rows = np.random.default_rng(0).integers(0, 50, size=(300, 2))
+    body = "\n".join(f'u{u},"i {i}"' if u % 7 else f" u{u} ,i {i}" for u, i in rows)
+    path = tmp_path / "pairs.csv"
+    path.write_text("uid,iid\n" + body + "\n\n")
+    with monkeypatch.context() as patch:
+        patch.setattr(csv_files, "_parse_lines", refuse_line_by_line)
+        users, items = csv_files.read_pairs(path)
+    monkeypatch.setattr(csv_files, "text_columns", lambda *args, **kwargs: None)
+    reference_users, reference_items = csv_files.read_pairs(path)
+    assert users.tolist() == reference_users.tolist() == [f"u{u}" for u in rows[:, 0]]
+    assert items.tolist() == reference_items.tolist() == [f"i {i}" for i in rows[:, 1]]
+    assert users.dtype == items.dtype == object
+
+
+def test_ids_pandas_would_read_as_missing_are_text_too(tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text("uid,iid\nNA,null\nu2,nan\n")
+    users, items = csv_files.read_pairs(path)
+    assert users.tolist() == ["NA", "u2"] and items.tolist() == ["null", "nan"]

@@ -128,14 +128,12 @@ def _read_interactions(
         notes.append("no cold_test.csv: test metrics skipped")
     _check_one_kind([(path / "items.csv", item_ids)], pairs, pair_files, 1, "iid")
     _check_one_kind([], pairs, pair_files, 0, "uid")
-    user_ids = np.unique(np.concatenate([users for users, _ in pairs.values()]))
+    user_ids = _sorted_unique(np.concatenate([users for users, _ in pairs.values()]))
     shape = (len(user_ids), len(item_ids))
     matrices = {}
     for name, (users, items) in pairs.items():
         internal_items = _internal_item_ids(items, item_ids, pair_files[name])
-        matrices[name] = interactions_to_csr(
-            np.searchsorted(user_ids, users), internal_items, shape
-        )
+        matrices[name] = interactions_to_csr(_positions(user_ids, users), internal_items, shape)
     _check_cold_files(matrices, item_ids, pair_files, notes)
     return user_ids, matrices
 
@@ -166,7 +164,7 @@ def _check_one_kind(
 
 
 def _internal_item_ids(items: np.ndarray, item_ids: np.ndarray, file: Path) -> np.ndarray:
-    positions = np.searchsorted(item_ids, items).clip(max=len(item_ids) - 1)
+    positions = _positions(item_ids, items).clip(0, len(item_ids) - 1)
     unknown = item_ids[positions] != items
     if unknown.any():
         first = int(np.argmax(unknown))
@@ -176,6 +174,18 @@ def _internal_item_ids(items: np.ndarray, item_ids: np.ndarray, file: Path) -> n
             "list every item"
         )
     return positions
+
+
+def _sorted_unique(ids: np.ndarray) -> np.ndarray:
+    """``np.unique``; text ids through pandas' hash table, sorting each distinct id once."""
+    return np.unique(ids) if ids.dtype.kind == "i" else np.sort(pd.unique(ids))
+
+
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Where each of ``ids`` sits in ``sorted_ids`` (text ids by hash: -1 where absent)."""
+    if sorted_ids.dtype.kind == "i":
+        return np.searchsorted(sorted_ids, ids)
+    return pd.Index(sorted_ids).get_indexer(ids)
 
 
 def _check_cold_files(
@@ -241,7 +251,7 @@ def read_items(path: Path) -> tuple[np.ndarray, list[str], list[list[str]]]:
         )
     if not iids:
         raise DataError(f"{path}: no items after the header")
-    ids = id_values(path, iids, lines, "iid", "iid must be an integer")
+    ids = id_values(path, iids, lines.__getitem__, "iid", "iid must be an integer")
     repeated = pd.Series(ids).duplicated().to_numpy()
     if repeated.any():
         first = int(np.argmax(repeated))

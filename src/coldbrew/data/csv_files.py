@@ -2,9 +2,10 @@
 
 ``read_pairs`` reads a ``uid,iid`` interaction file. pandas' C parser reads it whole (hundreds
 of thousands of lines) when every row has as many fields as the header and the two columns hold
-only integers; anything else (a malformed row, text ids) goes through the ``csv`` module line by
-line, which names the file and line to blame and is the reference the pandas path is tested
-against. ``integer_columns`` is that pandas path, for the other loaders too.
+only integers (``integer_columns``, for the other loaders too) or, failing that, text
+(``text_columns``); anything else (a malformed row, an empty field) goes through the ``csv``
+module line by line, which names the file and line to blame and is the reference the pandas
+paths are tested against.
 
 Ids (``id_values``) are integers when every one of a column is an integer as ``int`` reads it
 (``7``, ``007``, ``+7``), text when none is (``item1``, ``7.5``); a column mixing the two is a
@@ -14,8 +15,10 @@ Ids (``id_values``) are integers when every one of a column is an integer as ``i
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,33 +69,43 @@ def read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
     values = integer_columns(body, len(columns), positions)
     if values is not None:
         return values[:, 0].copy(), values[:, 1].copy()
-    users, items, lines = _parse_lines(path, body, positions, len(columns))
+    texts = text_columns(body, len(columns), positions)
+    if texts is not None:
+        users, items = texts
+        line_of = functools.partial(data_line, path)
+    else:
+        users, items, lines = _parse_lines(path, body, positions, len(columns))
+        line_of = lines.__getitem__
     return (
-        id_values(path, users, lines, "uid", PAIR_IDS),
-        id_values(path, items, lines, "iid", PAIR_IDS),
+        id_values(path, users, line_of, "uid", PAIR_IDS),
+        id_values(path, items, line_of, "iid", PAIR_IDS),
     )
 
 
-def id_values(path: Path, values: list[str], lines: list[int], what: str, rule: str) -> np.ndarray:
-    """``values`` (read on ``lines`` of ``path``) as int64 when every one is an integer, else as
-    an object array of text (spaces around stripped); empty ids and a mix of the two kinds are a
-    ``DataError`` naming the line, its message starting with ``rule``."""
+def id_values(
+    path: Path, values: Sequence[str], line_of: Callable[[int], int], what: str, rule: str
+) -> np.ndarray:
+    """``values`` (row ``i`` read on line ``line_of(i)`` of ``path``) as int64 when every one is
+    an integer, else as an object array of text (spaces around stripped); empty ids and a mix
+    of the two kinds are a ``DataError`` naming the line, its message starting with ``rule``."""
     import pandas as pd
 
-    texts = pd.Series(values, dtype=object).str.strip()
-    empty = (texts == "").to_numpy()
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    texts = pd.Series(uniques, dtype=object).str.strip()  # each distinct value once
+    empty = (texts == "").to_numpy()[codes]
     if empty.any():
-        raise DataError(f"{path}, line {lines[int(np.argmax(empty))]}: empty {what}")
+        raise DataError(f"{path}, line {line_of(int(np.argmax(empty)))}: empty {what}")
     integer = texts.str.fullmatch(INTEGER_ID).to_numpy(dtype=bool)
     if integer.all():
-        return texts.astype(np.int64).to_numpy()
+        return texts.astype(np.int64).to_numpy()[codes]
     if not integer.any():
-        return texts.to_numpy(dtype=object)
+        return texts.to_numpy(dtype=object)[codes]
+    integer = integer[codes]
     other = int(np.argmax(integer != integer[0]))
     kinds = ("text", "an integer") if integer[0] else ("an integer", "text")
     raise DataError(
-        f"{path}, line {lines[other]}: {rule}, or every {what} text: {what} "
-        f"{texts.iloc[other]!r} is {kinds[0]} but line {lines[0]}'s is {kinds[1]}"
+        f"{path}, line {line_of(other)}: {rule}, or every {what} text: {what} "
+        f"{texts.iloc[codes[other]]!r} is {kinds[0]} but line {line_of(0)}'s is {kinds[1]}"
     )
 
 
@@ -131,6 +144,30 @@ def integer_columns(
     if frame.empty or any(dtype.kind != "i" for dtype in chosen.dtypes):  # NaN, 7.5, 7.0, text
         return None
     return chosen.to_numpy(dtype=np.int64)
+
+
+def text_columns(body: str, width: int, columns: list[int]) -> list[np.ndarray] | None:
+    """``columns`` of ``body`` (no header line) as object arrays of text, read by pandas' C
+    parser; ``None`` unless every row has exactly ``width`` fields, none empty or read as
+    missing (``NA``), so the caller's line-by-line parser can say which line is wrong."""
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)  # see integer_columns
+        try:
+            frame = pd.read_csv(
+                io.StringIO(body),
+                header=None,
+                names=list(range(width)),
+                index_col=False,
+                engine="c",
+                dtype=str,
+            )
+        except (ValueError, pd.errors.ParserWarning):
+            return None
+    if frame.empty or frame.isna().to_numpy().any():  # a short row, an empty field
+        return None
+    return [frame[column].to_numpy(dtype=object) for column in columns]
 
 
 def _parse_lines(
