@@ -76,3 +76,13 @@ def test_train_refuses_a_layout_for_a_prepared_dataset_before_making_a_run(tmp_p
     error = capsys.readouterr().err
     assert "synthetic is not your own tables" in error and error.count("\n") == 1
     assert not run.exists()
+
+
+def test_forecast_neither_lists_nor_takes_a_layout(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["forecast", "--help"])
+    assert "--layout" not in capsys.readouterr().out
+    out = tmp_path / "forecast"
+    argv = ["forecast", "--data", "synthetic", *flags("text=title"), "--out", str(out)]
+    assert main([*argv, "--no-plot"]) == 2
+    assert "forecasting reads MovieLens ratings" in capsys.readouterr().err and not out.exists()

@@ -30,7 +30,7 @@ def add_parser(commands) -> None:
     forecast.add_argument("--config", help="YAML preset (e.g. configs/lstm_large.yaml)")
     forecast.add_argument("--no-plot", dest="plot", action="store_false", help="skip forecasts.png")
     forecast.add_argument("--json", action="store_true", help="print the rows as JSON")
-    add_config_options(forecast, default_model="lstm")
+    add_config_options(forecast, default_model="lstm", unlisted=("layout",))  # refused: no tables
 
 
 def windows_from(text: str | None) -> list[int] | None:
