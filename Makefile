@@ -11,7 +11,7 @@ TORCH  ?= torch==2.13.0
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[text,llm,dev,plot,research,zoo,serve,docs]"
+	$(PY) -m pip install -q -e ".[text,llm,dev,plot,research,zoo,serve,docs,parquet]"
 	touch $(STAMP)
 
 install: $(STAMP)

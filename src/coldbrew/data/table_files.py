@@ -187,7 +187,9 @@ def _read_parquet(path: Path, id_columns: list[str]) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(path)
     except ImportError:
-        raise DataError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow") from None
+        raise DataError(
+            f"{path}: reading Parquet needs pyarrow: pip install 'coldbrew[parquet]'"
+        ) from None
     except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     for column in id_columns:
