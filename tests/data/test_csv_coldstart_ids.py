@@ -154,3 +154,36 @@ def test_ids_pandas_would_read_as_missing_are_text_too(tmp_path):
     path.write_text("uid,iid\nNA,null\nu2,nan\n")
     users, items = csv_files.read_pairs(path)
     assert users.tolist() == ["NA", "u2"] and items.tolist() == ["null", "nan"]
+
+
+def test_ml1m_coldstart_with_text_ids_is_the_same_data(tmp_path):
+    """The shared split rewritten with ids u<uid> / m<iid>: item for item and user for user the
+    same interactions, cold items, texts (movies_extrainfos.dat joined alike) and genres."""
+    import csv
+    import shutil
+
+    from conftest import shared_path
+
+    source = shared_path("ml-1m-coldstart")
+    for name in ("train.csv", "cold_val.csv"):
+        lines = (source / name).read_text().splitlines()
+        rows = (line.split(",") for line in lines[1:] if line)
+        (tmp_path / name).write_text("\n".join([lines[0], *(f"u{u},m{i}" for u, i in rows)]))
+    with open(source / "items.csv", newline="", encoding="utf-8") as file:
+        rows = list(csv.reader(file))
+    with open(tmp_path / "items.csv", "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows([rows[0], *([f"m{row[0]}", *row[1:]] for row in rows[1:])])
+    shutil.copy(source / "movies_extrainfos.dat", tmp_path)
+    text, prepared = load(tmp_path), load(source)
+    items_at = np.searchsorted(prepared.item_ids, [int(i[1:]) for i in text.item_ids])
+    users_at = np.searchsorted(prepared.user_ids, [int(u[1:]) for u in text.user_ids])
+    assert (prepared.item_ids[items_at] == [int(i[1:]) for i in text.item_ids]).all()
+    for mine, theirs in (
+        (text.train, prepared.train),
+        (text.splits["val"]["cold"], prepared.splits["val"]["cold"]),
+    ):
+        assert (mine != theirs[users_at][:, items_at]).nnz == 0
+    assert sorted(items_at[text.cold_items]) == prepared.cold_items.tolist()
+    assert text.item_text == [prepared.item_text[i] for i in items_at]
+    assert text.features["genre"].tolist() == prepared.features["genre"][items_at].tolist()
+    assert text.notes == prepared.notes
