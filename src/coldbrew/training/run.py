@@ -1,5 +1,5 @@
 """A training run on disk: ``train`` writes RUN_DIR/{config.yaml, train.log, best.pt, last.pt,
-results.json}; ``evaluate_run`` reloads the best checkpoint and evaluates it.
+results.json, ids.json}; ``evaluate_run`` reloads the best checkpoint and evaluates it.
 
 Everything that can be refused is refused before data is loaded or anything is written: the
 options (typed and bounded by ``make_config``), the run directory (writable, empty, not in use
@@ -28,6 +28,7 @@ from coldbrew.training.checkpoint import BEST, LAST, RunLock, atomic_write, load
 from coldbrew.training.distributed import Distributed
 from coldbrew.training.hooks import RunHook, as_hooks
 from coldbrew.training.run_dir import absolute_data, check_new_run_dir, check_out_dir
+from coldbrew.training.run_ids import write_ids
 from coldbrew.training.trainer import NonFiniteLoss, Trainer
 
 RESULTS = "results.json"
@@ -196,6 +197,7 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
         trainer.run_dir, trainer.log = run_dir, log
         text = config_yaml(config) + layout_comment(dataset)
         write_text(text, run_dir / CONFIG)  # on resume: new epochs, device ...
+        write_ids(run_dir, dataset)  # recommend, export and serve check the data against it
         trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
 

@@ -14,6 +14,7 @@ from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
 from coldbrew.training.checkpoint import BEST, load_checkpoint
 from coldbrew.training.run import CONFIG, load_run_dataset, write_json
+from coldbrew.training.run_ids import check_ids
 from coldbrew.training.run_layout import check_run_layout, count_difference
 
 
@@ -73,6 +74,7 @@ def load_best_model(
 
     loaded = load_data(config) if load_data is not None else load_run_dataset(config)
     dataset = select_and_report(loaded, config)  # as the run cut it
+    check_ids(run_dir, dataset)
     if "features" not in model_spec(config.model).ignores:  # a blend's data is its runs'
         check_run_layout(run_dir, dataset)  # a block's width, not torch's size mismatch
     target = resolve_device(config.device)
