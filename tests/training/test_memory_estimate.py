@@ -121,3 +121,36 @@ def test_the_progress_bar_reads_memory_without_a_device_sync():
 
     text = memory_postfix(torch.device("cpu"))
     assert text.startswith("rss ") and text.endswith("GiB")
+
+
+def test_live_bytes_counts_what_ops_allocate_until_it_is_freed():
+    from coldbrew.training.fit_memory import LiveBytes
+
+    with LiveBytes() as live:
+        ones = torch.ones(1000)  # 4,000 bytes
+        doubled = ones * 2  # 4,000 more: 8,000 live
+        del doubled  # back to 4,000
+        ones.add_(1)  # in place: nothing new
+        ones.view(10, 100)  # a view: nothing new
+        sparse = torch.eye(4).to_sparse()  # 64 (the eye, freed) + indices 2x4 int64 + 4 floats
+    assert live.peak == 8000
+    assert live.live == 4000 + 2 * 4 * 8 + 4 * 4
+    assert sparse.is_sparse
+
+
+@pytest.mark.parametrize("model", ["ridge", "knn", "marec", "popularity"])
+def test_memory_of_a_model_with_nothing_to_train(capsys, private_cache, model):
+    # closed-form models have no training step: their fit and scoring are measured instead
+    argv = ["memory", "--data", "synthetic:small", "--model", model, "--device-memory", "4GiB"]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["training_step"] is None and report["fits"] is True
+    assert report["peak_bytes"] == max(report["fit_peak_bytes"], report["scoring_peak_bytes"])
+    # the chunk's scores (users x items float32) sit on top of the model's state
+    data = load_dataset("synthetic:small", seed=1)
+    assert report["scoring_users"] == min(data.num_users, 2**24 // data.num_items)
+    scores = report["scoring_users"] * data.num_items * 4
+    assert report["scoring_peak_bytes"] >= report["model_state_bytes"] + scores
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"{model} has no training step" in text and "a run's peak" in text

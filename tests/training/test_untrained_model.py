@@ -91,3 +91,23 @@ def test_hooks_close_when_the_run_is_refused(content_dot, tmp_path):
     with pytest.raises(Exception, match="not empty|exists"):
         train(config, tmp_path / "run", hooks=[recorder])
     assert recorder.closed and recorder.finished is None
+
+
+def test_a_model_with_nothing_to_train_has_no_step_to_run(content_dot):
+    from coldbrew.errors import ColdbrewError
+    from coldbrew.training.build import build_trainer
+
+    config = make_config({"model": "dot", "data": "synthetic:small", "quiet": True})
+    trainer = build_trainer(config, load_dataset("synthetic:small", seed=1))
+    with pytest.raises(ColdbrewError, match="dot has nothing to train"):
+        trainer.train_step(torch.arange(8))
+
+
+@pytest.mark.parametrize("command", [["profile"], ["tune", "--budget", "5"]])
+def test_profile_and_tune_refuse_a_model_with_nothing_to_train(capsys, tmp_path, command):
+    from coldbrew.cli import main
+
+    argv = ["--data", "synthetic:small", "--model", "popularity"]
+    out = ["--out", str(tmp_path / "tuned.yaml")] if command[0] == "tune" else []
+    assert main([*command, *argv, *out]) == 2
+    assert "popularity has nothing to train" in capsys.readouterr().err

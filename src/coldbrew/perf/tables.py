@@ -176,6 +176,8 @@ def _gib(value: float | None) -> str:
 
 def memory_table(report: dict) -> str:
     """``coldbrew memory``'s estimate, one figure per line (all estimates)."""
+    if "training_step" in report:  # nothing to train: the fit and scoring, measured
+        return fit_memory_table(report)
     kinds = report["by_kind_at_peak"]
     lines = [
         f"memory estimate for {report['model']} on {report['data']}: micro-batch "
@@ -211,5 +213,23 @@ def memory_table(report: dict) -> str:
             f"memory {roofline['memory_seconds'] * 1e3:.2f}) + launches {roofline['launch_seconds'] * 1e3:.2f} ms"
             f" -> {roofline['samples_per_second']:,.0f} samples/s ({roofline['bound']}-bound)"
         )
+    lines.append("all figures are estimates")
+    return "\n".join(lines)
+
+
+def fit_memory_table(report: dict) -> str:
+    """``coldbrew memory`` for a model with nothing to train (``coldbrew.training.fit_memory``)."""
+    lines = [
+        f"memory of {report['model']} on {report['data']}, per device: {report['note']}",
+        "measured on this CPU with real tensors:",
+        f"  {'model state':12s} {_gib(report['model_state_bytes'])} (parameters and buffers)",
+        f"  {'fit':12s} {_gib(report['fit_peak_bytes'])} at its peak (building the model)",
+        f"  {'scoring':12s} {_gib(report['scoring_peak_bytes'])} at its peak (the state and "
+        f"one evaluation chunk of {report['scoring_users']} users)",
+        f"a run's peak: {_gib(report['peak_bytes'])}",
+    ]
+    if report["device_memory_bytes"]:
+        fits = "fits" if report["fits"] else "does not fit"
+        lines.append(f"device memory {_gib(report['device_memory_bytes'])}: {fits} within 90%")
     lines.append("all figures are estimates")
     return "\n".join(lines)

@@ -204,7 +204,14 @@ def estimate_memory(
     micro-batch), the largest micro-batch that fits ``device_memory`` with a 10 % margin, and,
     with ``gpu``, a roofline step time. Every figure is an estimate. A model whose step cannot
     be traced on fake tensors (pretrained weights: the LM's dynamic and tune modes) is
-    estimated from its shapes (its options' ``shape_estimate``); it has no roofline."""
+    estimated from its shapes (its options' ``shape_estimate``); it has no roofline. A model
+    with nothing to train has no step: its fit and scoring are measured (``fit_memory``)."""
+    from coldbrew.registry import model_spec
+
+    if not model_spec(config.model).trains:
+        from coldbrew.training.fit_memory import fit_memory
+
+        return fit_memory(config, data, world_size=world_size, device_memory=device_memory, gpu=gpu)
     batch = config.batch_size
     options = config.model_options
     if getattr(options, "fake_trace_blocker", lambda: None)() and hasattr(

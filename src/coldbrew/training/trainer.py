@@ -186,6 +186,11 @@ class Trainer:
         slice): micro-batches of ``micro_batch``, each loss weighted by its share of the
         global step, so the gradient is the step's mean whatever the split. Out of memory: the
         step is redone with half the micro-batch, from the same RNG state."""
+        if not self.trains:  # no optimizer: refuse in one line (profile, tune) rather than crash
+            raise ColdbrewError(
+                f"{self.config.model} has nothing to train (fitted as built): it has no training "
+                "step to run, time or trace; coldbrew train evaluates it"
+            )
         rng = rng_state()  # host-side copies of the generators' state: no device sync
         while True:
             try:
