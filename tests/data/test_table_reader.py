@@ -133,6 +133,35 @@ def test_ratings_below_min_rating_are_dropped_and_timestamps_give_first_seen():
     assert data.item_first_seen.tolist() == [20.0, 30.0]  # bob's rating 1 of sku-1 dropped
 
 
+@pytest.mark.parametrize(
+    "column, values, message",
+    [
+        (
+            "stars",
+            [5, "x", 4, "y"],
+            "row 2: rating 'x' is not a number (2 such row(s) in column 'stars')",
+        ),
+        (
+            "when",
+            [1, 2, 3, "soon"],
+            "row 4: timestamp 'soon' is not a number like the others (1 such row(s))",
+        ),
+        (
+            "when",
+            ["2020-01-01", "no", "3", "x"],
+            "row 2: timestamp 'no' is neither a number nor a date (3 such row(s))",
+        ),
+    ],
+)
+def test_bad_ratings_and_timestamps_name_the_first_row_and_the_count(column, values, message):
+    # the three refusals come from one helper; their whole texts, counts included, are pinned
+    frame = INTERACTIONS.assign(**{column: values})
+    columns = {"rating": "stars"} if column == "stars" else {"timestamp": "when"}
+    with pytest.raises(DataError) as refused:
+        coldbrew.Dataset.from_frames(frame, **columns)
+    assert str(refused.value) == f"interactions, {message}"
+
+
 def test_a_coldbrew_yaml_folder_loads_through_load_dataset(tmp_path):
     (tmp_path / "ratings.csv").write_text("uid,sku,stars\nann,007,5\nbob,007,3\nbob,12,4\n")
     (tmp_path / "items.tsv").write_text("sku\ttitle\tgenres\n007\tGold\tSpy|Action\n12\tTin\t\n")

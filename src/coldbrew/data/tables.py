@@ -165,13 +165,9 @@ def _kept_ratings(frame, rating, min_rating, where, notes) -> pd.DataFrame:
             raise DataError(f"{where}: min_rating needs a rating column; name it (rating: ...)")
         return frame
     values = pd.to_numeric(frame[rating], errors="coerce")
-    bad = values.isna().to_numpy()
-    if bad.any():
-        first = int(np.argmax(bad))
-        raise DataError(
-            f"{where}, row {first + 1}: rating {frame[rating].iloc[first]!r} is not a number "
-            f"({int(bad.sum())} such row(s) in column {rating!r})"
-        )
+    _refuse_bad_rows(
+        values.isna().to_numpy(), frame[rating], where, "rating {} is not a number", rating
+    )
     if min_rating is None:
         return frame
     kept = (values >= min_rating).to_numpy()
@@ -246,17 +242,24 @@ def timestamps(values: pd.Series, where: str) -> np.ndarray:
     if not numbers.isna().any():
         return numbers.to_numpy(dtype=np.float64)
     if numbers.notna().mean() > 0.5:  # mostly numbers: name the first other
-        first = int(np.argmax(numbers.isna().to_numpy()))
-        raise DataError(
-            f"{where}, row {first + 1}: timestamp {values.iloc[first]!r} is not a number like "
-            f"the others ({int(numbers.isna().sum())} such row(s))"
-        )
+        bad = numbers.isna().to_numpy()
+        _refuse_bad_rows(bad, values, where, "timestamp {} is not a number like the others")
     dates = pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
     bad = dates.isna().to_numpy()
-    if bad.any():
-        first = int(np.argmax(bad))
-        raise DataError(
-            f"{where}, row {first + 1}: timestamp {values.iloc[first]!r} is neither a number "
-            f"nor a date ({int(bad.sum())} such row(s))"
-        )
+    _refuse_bad_rows(bad, values, where, "timestamp {} is neither a number nor a date")
     return (dates - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)
+
+
+def _refuse_bad_rows(
+    bad: np.ndarray, values: pd.Series, where: str, problem: str, column: str | None = None
+) -> None:
+    """Refuse, in one line, the rows where ``bad`` holds: the first (counted from 1), its value
+    in ``problem``'s ``{}`` and how many there are (in ``column``, where named)."""
+    if not bad.any():
+        return
+    first = int(np.argmax(bad))
+    place = f" in column {column!r}" if column is not None else ""
+    raise DataError(
+        f"{where}, row {first + 1}: {problem.format(repr(values.iloc[first]))} "
+        f"({int(bad.sum())} such row(s){place})"
+    )
