@@ -5,9 +5,10 @@ file joined by title and year) becomes, in OUT:
 
     interactions.csv   user,item          one row per training interaction, string ids
     val.csv            user,item          the cold validation interactions
-    items.csv          item,title,year,genres,director,cast,plot
-                                          genres a '|'-list; director, cast and plot from the
-                                          extras file where its title and year match
+    items.csv          item,title,year,genres,director,cast,plot,writers,rated
+                                          genres a '|'-list; the rest from the extras file
+                                          where its title and year match (writers without
+                                          their parenthesised roles)
 
 Ids are written ``u<uid>`` and ``m<iid>`` so that they are text, not numbers. The test items
 stay held out: the shared folder has no test file, and none is written.
@@ -19,18 +20,39 @@ stay held out: the shared folder has no test file, and none is written.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from coldbrew.data.csv_coldstart import match_extra_info, read_extra_info, read_items
-from coldbrew.data.features import TITLE_YEAR, display_title
+from coldbrew.data.features import TITLE_YEAR, display_title, normalise_title
+
+ROLE = re.compile(r"\s*\([^)]*\)")  # "Joss Whedon (screenplay by)" -> "Joss Whedon"
+
+
+def extra_info(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """``read_extra_info``'s fields, plus the writers (roles dropped) and the rating (G, R ...)."""
+    info = read_extra_info(path)
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split("::")
+        if len(fields) != 11:
+            continue
+        more = {
+            "writers": ", ".join(dict.fromkeys(ROLE.sub("", fields[7]).split(", "))).strip(),
+            "rated": fields[3].strip(),
+        }
+        known = info.setdefault((normalise_title(fields[1]), fields[2].strip()), {})
+        for key, value in more.items():
+            if value and value != "N/A" and key not in known:
+                known[key] = value
+    return info
 
 
 def items_table(folder: Path) -> pd.DataFrame:
     """One row per item: the readable title without its year, the year, genres and extras."""
     item_ids, titles, genres = read_items(folder / "items.csv")
-    extra, _ = match_extra_info(titles, read_extra_info(folder / "movies_extrainfos.dat"))
+    extra, _ = match_extra_info(titles, extra_info(folder / "movies_extrainfos.dat"))
     rows = []
     for position, (iid, title, item_genres) in enumerate(
         zip(item_ids.tolist(), titles, genres, strict=True)
@@ -48,6 +70,8 @@ def items_table(folder: Path) -> pd.DataFrame:
                 "director": fields.get("director", ""),
                 "cast": fields.get("cast", ""),
                 "plot": fields.get("plot", ""),
+                "writers": fields.get("writers", ""),
+                "rated": fields.get("rated", ""),
             }
         )
     return pd.DataFrame(rows)

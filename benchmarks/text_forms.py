@@ -11,6 +11,9 @@ a leaderboard of one model across folders is a paired comparison:
     plain      the same values without labels, ". "-joined
     fields     one vector per field (title with year, genres, director, cast, plot), concatenated
     no_plot    labelled, without the plot
+    more       labelled, with the writers and the rating (G, PG ...) after the plot
+    no_plot_more  labelled, the writers and the rating instead of the plot
+    short      title, year, genres and director only
 
     python benchmarks/text_forms.py --tables TABLES --prepared ../shared/data/ml-1m-coldstart \\
         --encoder minilm --out OUT [--forms labelled,fields]
@@ -30,7 +33,7 @@ from coldbrew.data import load_dataset
 from coldbrew.data.features import text_embeddings
 
 FIELDS = ("title", "year", "genres", "director", "cast", "plot")
-FORMS = ("prepared", "labelled", "plain", "fields", "no_plot")
+FORMS = ("prepared", "labelled", "plain", "fields", "no_plot", "more", "no_plot_more", "short")
 
 
 def values(items: pd.DataFrame, column: str) -> pd.Series:
@@ -71,6 +74,12 @@ def form_vectors(form: str, items: pd.DataFrame, prepared: Path, encoder: str) -
         return encode(joined(items, FIELDS, labels=False), encoder)
     if form == "no_plot":
         return encode(joined(items, FIELDS[:-1], labels=True), encoder)
+    if form == "more":
+        return encode(joined(items, (*FIELDS, "writers", "rated"), labels=True), encoder)
+    if form == "no_plot_more":
+        return encode(joined(items, (*FIELDS[:-1], "writers", "rated"), labels=True), encoder)
+    if form == "short":
+        return encode(joined(items, FIELDS[:4], labels=True), encoder)
     if form == "fields":
         groups = (("title", "year"), ("genres",), ("director",), ("cast",), ("plot",))
         return np.hstack([encode(joined(items, group, labels=True), encoder) for group in groups])

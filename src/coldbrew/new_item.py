@@ -32,14 +32,25 @@ def item_blocks(dataset) -> list[dict]:
 
 def text_block_of(model, dataset) -> str | None:
     """``"text"`` when ``model`` reads the data's dense blocks (not the LM, which reads text
-    through its own backbone) and the data has a ``text`` block made from the items' texts;
-    else None."""
+    through its own backbone) and the data has a ``text`` block made from the items' joined
+    texts; else None (also for one vector per text column: ``per_column_refusal``)."""
     from coldbrew.models.base import Recommender
 
     if type(model).encode_items is Recommender.encode_items or hasattr(model, "feature_widths"):
         return None
+    if getattr(dataset, "text_fields", None):
+        return None
     block = dataset.features.get("text")
     return "text" if isinstance(block, torch.Tensor) and dataset.item_text is not None else None
+
+
+def per_column_refusal(dataset) -> str:
+    """Why a new item's one text cannot fill a text block of one vector per column."""
+    return (
+        f"this run's text block holds one vector per text column ({', '.join(dataset.text_fields)}; "
+        "text_mode: per_column), which one new-item text cannot fill: give the item's whole "
+        "vector (--item-vector), or train with text_mode: joined"
+    )
 
 
 def text_encoder_identity(config) -> dict:

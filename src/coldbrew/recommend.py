@@ -82,9 +82,13 @@ class LoadedRun:
     def text_block(self) -> str | None:
         """The data's block a new item's text fills (``coldbrew.new_item.text_block_of``):
         ``"text"`` for CLCRec and the zoo on data with a sentence-encoded text block."""
-        from coldbrew.new_item import text_block_of
+        from coldbrew.new_item import per_column_refusal, text_block_of
 
-        return text_block_of(self.model, self.dataset)
+        block = text_block_of(self.model, self.dataset)
+        if block is None and getattr(self.dataset, "text_fields", None):
+            if not hasattr(self.model, "feature_widths"):  # the lm reads text its own way
+                raise ColdbrewError(per_column_refusal(self.dataset))
+        return block
 
     def _with_text_block(self, text: str, others: np.ndarray | None, text_block: str):
         """The new item's full row: ``text`` encoded by the run's own sentence encoder (once

@@ -74,6 +74,9 @@ class Dataset:
     known: sp.csr_matrix | None = None  # every known interaction (negatives avoid these)
     notes: list[str] = field(default_factory=list)
     item_text: list[str] | None = None  # one text per item, when the source has titles
+    # the text columns whose vectors lie side by side in the text block, when each column
+    # was encoded apart (the general layout's text_mode: per_column); None: one joined text
+    text_fields: list[str] | None = None
     user_text: list[str] | None = None  # one text per user, when the source describes users
     selection: dict | None = None  # how val was cut into select/report (coldbrew.data.selection)
     cross_validation: dict | None = None  # the fold this is, when it is one (coldbrew.data.folds)

@@ -3,12 +3,12 @@
 - **Text columns** are joined into one text per item, each field labelled by its column's name,
   ``"Title: Heat. Genres: Action, Crime. Plot: A thief."`` (empty fields left out, ``_`` read
   as a space, ``|``-lists written with commas), and that text is encoded once by the sentence
-  encoder (``coldbrew.data.features.text_embeddings``, with its cache). One text rather than one
-  vector per column: on ml-1m-coldstart's folds the joined text scored level with or above one
-  vector per field (BENCHMARKS, "How an item's text is written") at one encode instead of one
-  per column. An item whose text columns are all empty gets a zero text vector, and a note
-  counts such items. A text column may also be a category or numeric column (genres are both
-  a block and words the encoder reads).
+  encoder (``coldbrew.data.features.text_embeddings``, with its cache). With ``per_column``
+  each column is encoded alone (``"Plot: A thief."``) and the text block is the columns'
+  vectors side by side: a long field then cannot crowd out the short ones, and a model
+  weighs each field (BENCHMARKS, "How an item's text is written"). An item whose text
+  columns are all empty gets a zero text vector, and a note counts such items. A text column
+  may also be a category or numeric column (genres are both a block and words to read).
 - **Category columns**: a ``|``-separated list (genres) becomes a multi-hot block, one value a
   one-hot block; one block per column, named by it, each column of the block named by its value.
 - **Numeric columns** become one block ``numeric``, each column standardised (mean 0, standard
@@ -40,6 +40,8 @@ class Content:
     factories: dict[str, Callable[[], torch.Tensor]] = field(default_factory=dict)
     columns: dict[str, list[str]] = field(default_factory=dict)
     texts: list[str] | None = None
+    # each text column's own texts, when they are encoded apart (per_column)
+    column_texts: list[list[str]] | None = None
 
     def select(
         self,
@@ -67,10 +69,14 @@ class Content:
                     raise DataError(TEXT_EXTRA_HINT)
                 notes.append(f"text features skipped: {TEXT_EXTRA_HINT}")
                 continue
-            features[name] = (
-                encoded(self.texts or [], options) if name == "text" else self.factories[name]()
-            )
+            features[name] = self.text_block(options) if name == "text" else self.factories[name]()
         return features
+
+    def text_block(self, options: Mapping[str, object]) -> torch.Tensor:
+        """The joined texts encoded, or each column's texts encoded and put side by side."""
+        if self.column_texts is None:
+            return encoded(self.texts or [], options)
+        return torch.hstack([encoded(texts, options) for texts in self.column_texts])
 
 
 def item_content(
@@ -85,6 +91,7 @@ def item_content(
     separator: str,
     where: Mapping[str, str],
     notes: list[str],
+    per_column: bool = False,
 ) -> Content:
     """What ``items`` (rows in internal item order, or ``None``) offers, as ``Content``."""
     content = Content()
@@ -126,7 +133,12 @@ def item_content(
                 f"item {shown(item_index[empty[0]])}): their text vector is zeros"
             )
         content.texts = texts
-        content.factories["text"] = lambda: encoded(texts, {})  # select passes the options
+        if per_column:
+            content.column_texts = [joined_texts(items, [c], separator) for c in text]
+            for column, texts in zip(text, content.column_texts, strict=True):
+                if not any(texts):
+                    raise DataError(f"text column {column!r} is empty for every item: leave it out")
+        content.factories["text"] = lambda: content.text_block({})  # select passes the options
     return content
 
 

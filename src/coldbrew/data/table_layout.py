@@ -16,9 +16,9 @@ SPEC_FILE = "coldbrew.yaml"
 FILE_KEYS = ("interactions", "items", "vectors", "val", "test")
 COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
 LIST_KEYS = ("text", "categories", "numeric")
-OTHER_KEYS = ("min_rating", "missing_items", "category_separator")
+OTHER_KEYS = ("min_rating", "missing_items", "category_separator", "text_mode")
 KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
-NAME_KEYS = FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator")
+NAME_KEYS = FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator", "text_mode")
 # what a flag's help and a refusal say
 FLAG_EXAMPLE = "--layout interactions=events.csv --layout text=title,plot"
 

@@ -34,6 +34,7 @@ from coldbrew.data.table_ids import item_codes, item_index_of, sorted_ids, sourc
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
+TEXT_MODES = ("joined", "per_column")
 INTERACTION_SPLITS = ("train", "val", "test")
 
 
@@ -55,6 +56,7 @@ def dataset_fields(
     min_rating: float | None = None,
     missing_items: str = "error",
     category_separator: str = "|",
+    text_mode: str = "joined",
     features: Sequence[str] | None = None,
     text_vectors: bool = True,
     name: str = "frames",
@@ -68,7 +70,9 @@ def dataset_fields(
     ``items`` has the id column ``item_id`` (default: ``item``) and the content columns named
     by ``text``, ``categories`` and ``numeric``; ``vectors`` is a frame of precomputed item
     vectors keyed by the same id column. ``missing_items="drop"`` drops interactions whose item
-    the items table lacks (with a note) instead of refusing them. ``features`` picks content
+    the items table lacks (with a note) instead of refusing them. ``text_mode="per_column"``
+    encodes each text column apart, the text block their vectors side by side (``joined``:
+    one text). ``features`` picks content
     blocks by name (default: all); ``text_vectors=False`` leaves the text block out. ``sources``
     names the file of each frame (``train``, ``val``, ``test``, ``items``, ``vectors``) for
     messages. ``options``: the text encoder's (``text_encoder``, ``progress``,
@@ -76,6 +80,8 @@ def dataset_fields(
     """
     if missing_items not in MISSING_ITEMS:
         raise DataError(f"missing_items must be error or drop, not {missing_items!r}")
+    if text_mode not in TEXT_MODES:
+        raise DataError(f"text_mode must be joined or per_column, not {text_mode!r}")
     notes = list(notes or [])
     where = {split: split for split in ("val", "test", "items", "vectors")}
     where.update({"train": "interactions", **(sources or {})})
@@ -106,6 +112,7 @@ def dataset_fields(
         vectors=vectors,
         vector_id=item_id,
         separator=category_separator,
+        per_column=text_mode == "per_column",
         where=where,
         notes=notes,
     )
@@ -124,6 +131,7 @@ def dataset_fields(
         known=known,
         notes=notes,
         item_text=content.texts,
+        text_fields=list(text) if text_mode == "per_column" and text else None,
         feature_columns=content.columns,
         item_first_seen=_first_seen(frames, codes, timestamp, len(item_index), where),
     )
