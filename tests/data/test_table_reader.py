@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import coldbrew
-from coldbrew.data import load_dataset, table_content
+from coldbrew.data import load_dataset
 from coldbrew.errors import DataError
+from text_support import fake_encoder
 
 INTERACTIONS = pd.DataFrame(
     {"user": ["ann", "bob", "bob", "cy"], "item": ["sku-1", "sku-1", "sku-2", "sku-2"]}
@@ -26,19 +27,6 @@ ITEMS = pd.DataFrame(
         "year": [1995, 2009, None],
     }
 )
-
-
-def fake_encoder(monkeypatch):
-    """Texts become [length, 1] vectors: no sentence model runs; the texts encoded are kept."""
-    seen: list[list[str]] = []
-
-    def embed(texts, options):
-        seen.append(list(texts))
-        return torch.tensor([[float(len(t)), 1.0] for t in texts])
-
-    monkeypatch.setattr(table_content, "text_embeddings", embed)
-    monkeypatch.setattr(table_content, "text_encoder_available", lambda: True)
-    return seen
 
 
 def test_string_ids_are_kept_as_they_came_in_sorted_internal_order():

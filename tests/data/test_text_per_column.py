@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import torch
 
 import coldbrew
 from coldbrew.cli import main
-from coldbrew.data import table_content
 from coldbrew.errors import DataError
+from text_support import fake_encoder
 
 EVENTS = pd.DataFrame({"user": ["a", "b", "b", "c"], "item": ["s1", "s1", "s2", "s2"]})
 ITEMS = pd.DataFrame(
@@ -20,16 +19,7 @@ ITEMS = pd.DataFrame(
 
 @pytest.fixture
 def seen(monkeypatch):
-    """Texts become [length, 1] vectors; the lists encoded are kept."""
-    calls: list[list[str]] = []
-
-    def embed(texts, options):
-        calls.append(list(texts))
-        return torch.tensor([[float(len(text)), 1.0] for text in texts])
-
-    monkeypatch.setattr(table_content, "text_embeddings", embed)
-    monkeypatch.setattr(table_content, "text_encoder_available", lambda: True)
-    return calls
+    return fake_encoder(monkeypatch)
 
 
 def test_each_column_is_encoded_alone_and_the_vectors_lie_side_by_side(seen):
