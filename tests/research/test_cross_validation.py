@@ -146,9 +146,12 @@ def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
         "categories: [tags]\n"
     )
     layers = ({"data": str(data), "folds": 2, "quiet": True, "ks": [5, 20]},)
-    result = leaderboard(layers, ["ridge"], [1], tmp_path / "board", plot=False, log=lambda _: None)
+    lines = []
+    result = leaderboard(layers, ["ridge"], [1], tmp_path / "board", log=lines.append)
     row = result["rows"][0]
     assert row["folds"]["all"]["recall@20"]["n"] == 2
     assert row["metrics"] == {}  # nothing was held out of the final runs: no report
+    assert "no report scores to plot" in " ".join(lines)  # nor a bar chart of nothing
+    assert not (tmp_path / "board" / "leaderboard.png").exists()
     final = json.loads((tmp_path / "board" / "ridge" / "seed-1" / "results.json").read_text())
     assert final["dataset"]["train_interactions"] == len(pairs)

@@ -190,6 +190,9 @@ def plot_board(rows: Sequence[dict], path: Path, *, log: Callable[[str], None]) 
         log("note: matplotlib is not installed: no leaderboard.png (pip install 'coldbrew[plot]')")
         return None
     conventions = list(dict.fromkeys(c for row in rows for c in row["metrics"]))
+    if not conventions:  # data with no validation: only fold scores, in the table
+        log("note: no report scores to plot (the data has no validation): no leaderboard.png")
+        return None
     figure = Figure(figsize=(max(5, 1.2 * len(rows) + 2), 4), layout="constrained")
     axis = figure.subplots()
     width = 0.8 / max(len(conventions), 1)
