@@ -48,7 +48,7 @@ def test_text_columns_are_joined_with_their_names_and_an_empty_text_is_zeros(mon
     seen = fake_encoder(monkeypatch)
     data = coldbrew.Dataset.from_frames(INTERACTIONS, ITEMS, text=["title", "plot"])
     assert data.item_text == ["Title: Up.", "Title: Heat. Plot: A thief.", ""]
-    assert seen == [["Title: Up.", "Title: Heat. Plot: A thief."]]  # the empty one not encoded
+    assert seen == [["Title: Heat. Plot: A thief.", "Title: Up."]]  # sorted; the empty one not
     assert data.features["text"][2].tolist() == [0.0, 0.0]
     assert any("1 item(s) have no text" in note and "'sku-3'" in note for note in data.notes)
 
@@ -62,6 +62,16 @@ def test_a_category_column_may_be_text_too_its_list_read_with_commas(monkeypatch
     assert data.item_text[1] == "Title: Heat. Genres: Crime, Drama. Rating band: PG."
     assert seen[0][1] == data.item_text[1]
     assert data.feature_columns["genres"] == ["Animation", "Crime", "Drama"]  # still a block
+
+
+def test_a_repeated_text_is_encoded_once_whatever_the_items_order(monkeypatch):
+    seen = fake_encoder(monkeypatch)
+    items = ITEMS.assign(title=["Heat", "Up", "Heat"])
+    data = coldbrew.Dataset.from_frames(INTERACTIONS, items, text=["title"])
+    again = coldbrew.Dataset.from_frames(INTERACTIONS, items.iloc[::-1], text=["title"])
+    assert seen == [["Title: Heat.", "Title: Up."]] * 2  # the same cache entry both times
+    assert data.features["text"][:, 0].tolist() == [10.0, 12.0, 12.0]  # sku-1 Up, sku-2/3 Heat
+    assert torch.equal(data.features["text"], again.features["text"])
 
 
 def test_text_columns_with_no_text_at_all_are_refused(monkeypatch):

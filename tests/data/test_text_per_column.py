@@ -27,8 +27,8 @@ def test_each_column_is_encoded_alone_and_the_vectors_lie_side_by_side(seen):
         EVENTS, ITEMS, text=["title", "plot"], text_mode="per_column"
     )
     assert seen == [
-        ["Title: Up.", "Title: Heat.", "Title: Big."],
-        ["Plot: A house.", "Plot: A boy."],
+        ["Title: Big.", "Title: Heat.", "Title: Up."],  # each column's distinct texts, sorted
+        ["Plot: A boy.", "Plot: A house."],
     ]
     # "Title: Up." is 10 characters, "Plot: A house." 14; s2 has no plot: zeros in its half
     assert data.features["text"].tolist() == [[10, 1, 14, 1], [12, 1, 0, 0], [11, 1, 12, 1]]

@@ -170,13 +170,19 @@ def joined_texts(items: pd.DataFrame, columns: list[str], separator: str = "|") 
 
 
 def encoded(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
-    """The text block: each non-empty text encoded (once: the encoder caches), zeros for the rest."""
-    present = [position for position, value in enumerate(texts) if value]
-    if not present:
+    """The text block: each distinct non-empty text encoded once, zeros for the empty ones.
+
+    The distinct texts go to the encoder sorted, so its cache entry is the same whatever the
+    items' order, and a repeated text (a year, a genre list) costs one encode."""
+    distinct = sorted({value for value in texts if value})
+    if not distinct:
         raise DataError("no item has any text in its text columns: leave text out, or fill it")
-    vectors = text_embeddings([texts[position] for position in present], options)
+    vectors = text_embeddings(distinct, options)
+    row_of = {value: row for row, value in enumerate(distinct)}
+    present = [position for position, value in enumerate(texts) if value]
+    rows = torch.as_tensor([row_of[texts[position]] for position in present], dtype=torch.long)
     block = torch.zeros(len(texts), vectors.shape[1], dtype=vectors.dtype)
-    block[torch.as_tensor(present, dtype=torch.long)] = vectors
+    block[torch.as_tensor(present, dtype=torch.long)] = vectors[rows]
     return block
 
 
