@@ -299,9 +299,11 @@ def load_run(
     data: str | None = None,
     device: str = "auto",
     text_encoder: str | None = None,
+    layout: dict | None = None,
 ) -> LoadedRun:
-    """RUN_DIR's best checkpoint on its own data (or ``data``), for ``recommend``;
-    ``text_encoder``: the run's encoder folder where it lies now (another model is refused)."""
+    """RUN_DIR's best checkpoint on its own data (or ``data``, ``layout`` its settings over the
+    run's own), for ``recommend``; ``text_encoder``: the run's encoder folder where it lies now
+    (another model is refused)."""
     from coldbrew.registry import model_spec
     from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
     from coldbrew.training.run_evaluation import check_text_encoder_override, load_best_model
@@ -314,7 +316,7 @@ def load_run(
         )
     if text_encoder is not None:
         check_text_encoder_override(Path(run_dir), text_encoder, allow_other=None)
-    options = {"data": data, "device": device, "text_encoder": text_encoder}
+    options = {"data": data, "device": device, "text_encoder": text_encoder, "layout": layout}
     config, dataset, model, target = load_best_model(run_dir, **options)
     if model_spec(config.model).task != "recommendation":
         raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")

@@ -86,3 +86,24 @@ def test_forecast_neither_lists_nor_takes_a_layout(tmp_path, capsys):
     argv = ["forecast", "--data", "synthetic", *flags("text=title"), "--out", str(out)]
     assert main([*argv, "--no-plot"]) == 2
     assert "forecasting reads MovieLens ratings" in capsys.readouterr().err and not out.exists()
+
+
+def test_other_data_is_read_with_its_own_layout_over_the_runs(tables, tmp_path, capsys):
+    run, other = tmp_path / "run", tmp_path / "other"
+    layout = flags(*LAYOUT, "categories=genres")
+    assert main(["train", "--data", str(tables), *layout, *FAST, "--out", str(run)]) == 0
+    other.mkdir()
+    for name in ("cold.csv", "items.csv"):
+        (other / name).write_text((tables / name).read_text())
+    (other / "march.csv").write_text((tables / "events.csv").read_text())
+    capsys.readouterr()
+    ask = ["recommend", "--run", str(run), "--user", "u3", "--k", "2", "--data", str(other)]
+    assert main(ask) == 2  # the run's own layout names events.csv, which the folder lacks
+    assert "events.csv" in capsys.readouterr().err
+    assert main([*ask, *flags("interactions=march.csv"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+    evaluate = ["evaluate", "--run", str(run), "--data", str(other), "--json"]
+    assert main([*evaluate, *flags("interactions=march.csv")]) == 0
+    capsys.readouterr()
+    assert main(["recommend", "--run", str(run), "--user", "u3", *flags("text=x")]) == 2
+    assert "give it with --data" in capsys.readouterr().err

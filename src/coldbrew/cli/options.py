@@ -210,3 +210,32 @@ def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dic
     for spec in MODELS.values():
         known |= {f.name for f in dataclasses.fields(spec.config)}
     return {k: v for k, v in vars(args).items() if k in known and k not in exclude}
+
+
+def add_other_data_layout(parser: argparse.ArgumentParser) -> None:
+    """``--layout KEY=VALUE`` beside ``--data``: the other folder's own tables, named over the
+    run's saved layout key by key (``other_data_layout`` reads it)."""
+    parser.add_argument(
+        "--layout",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --data: that folder's layout over the run's own, key by key (coldbrew.yaml's "
+        "keys, e.g. --layout interactions=new.csv)",
+    )
+
+
+def other_data_layout(args: argparse.Namespace) -> dict | None:
+    """The ``--layout`` flags, checked, or None; refused without ``--data`` (the run's own
+    data is read as it was trained)."""
+    from coldbrew.data.table_layout import parse_layout_flags
+    from coldbrew.errors import ColdbrewError
+
+    if not args.layout:
+        return None
+    if args.data is None:
+        raise ColdbrewError(
+            "--layout names another folder's tables: give it with --data (the run's own data "
+            "is read with the layout it was trained on)"
+        )
+    return parse_layout_flags(args.layout)

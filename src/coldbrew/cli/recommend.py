@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from coldbrew.cli.options import add_other_data_layout, other_data_layout
 from coldbrew.errors import ColdbrewError
 
 EXAMPLES = """Examples:
@@ -58,6 +59,7 @@ def add_parser(commands) -> None:
     )
     recommend.add_argument("--k", type=int, default=20, help="how many to list (default 20)")
     recommend.add_argument("--data", default=None, help="other data (default: the run's own)")
+    add_other_data_layout(recommend)
     recommend.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     recommend.add_argument(
         "--text-encoder",
@@ -85,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
             raise ColdbrewError(
                 f"cannot read --item-vector {args.item_features}: {reason}"
             ) from None
-    loaded = load_run(args.run, data=args.data, device=args.device, text_encoder=args.text_encoder)
+    layout = other_data_layout(args)
+    loaded = load_run(
+        args.run, data=args.data, device=args.device, text_encoder=args.text_encoder, layout=layout
+    )
     columns = None
     if args.item_genres is not None:
         columns = [name for name in args.item_genres.split(",") if name.strip()]

@@ -6,7 +6,12 @@ import argparse
 import json
 import time
 
-from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.options import (
+    add_config_options,
+    add_other_data_layout,
+    config_flags,
+    other_data_layout,
+)
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
 from coldbrew.config import FIELDS
 from coldbrew.errors import ColdbrewError
@@ -120,6 +125,7 @@ def add_parsers(commands) -> None:
     evaluate.add_argument(
         "--data", default=None, help="evaluate on other data (default: the run's own)"
     )
+    add_other_data_layout(evaluate)
     evaluate.add_argument(
         "--split",
         choices=["val", "report", "test"],
@@ -353,6 +359,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     output = evaluate_run(
         args.run,
         data=args.data,
+        layout=other_data_layout(args),
         splits=args.split,
         device=args.device,
         trust_pickle=args.trust_pickle,

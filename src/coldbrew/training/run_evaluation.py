@@ -39,10 +39,12 @@ def load_best_model(
     trust_pickle: bool | None = None,
     text_encoder: str | None = None,
     load_data=None,
+    layout: dict | None = None,
 ):
     """``(config, data, model, device)``: RUN_DIR's best checkpoint in eval mode on ``device``,
     rebuilt for its own data (or ``data``, its texts encoded by the run's text encoder unless
-    ``text_encoder`` is given); training-only parts (a loss graph) are not built.
+    ``text_encoder`` is given; ``layout``: that folder's settings over the run's own, key by
+    key); training-only parts (a loss graph) are not built.
     ``load_data(config)``, when given, returns the data (a cache shared by many runs)."""
     from coldbrew.models import build_model
 
@@ -56,6 +58,8 @@ def load_best_model(
         overrides["trust_pickle"] = trust_pickle
     if text_encoder is not None:
         overrides["text_encoder"] = text_encoder
+    if layout:
+        overrides["layout"] = layout
     config = make_config(load_saved_config(run_dir / CONFIG), overrides)
     for name, value in model_spec(config.model).evaluation_overrides.items():
         setattr(config.model_options, name, value)
@@ -146,6 +150,7 @@ def evaluate_run(
     output: str = "evaluation.json",
     allow_other_encoder: bool = False,
     load_data=None,
+    layout: dict | None = None,
 ) -> dict:
     """Evaluate RUN_DIR's best checkpoint on its own data (or ``data``); write RUN_DIR/``output``.
 
@@ -175,6 +180,7 @@ def evaluate_run(
         trust_pickle=trust_pickle,
         text_encoder=text_encoder,
         load_data=load_data,
+        layout=layout,
     )
     run_dir = Path(run_dir)
     if protocol is not None:
