@@ -3,10 +3,10 @@
 - **Text columns** are joined into one text per item, each field labelled by its column's name,
   ``"Title: Heat. Genres: Action, Crime. Plot: A thief."`` (empty fields left out, ``_`` read
   as a space, ``|``-lists written with commas), and that text is encoded once by the sentence
-  encoder (``coldbrew.data.features.text_embeddings``, with its cache). With ``per_column``
-  each column is encoded alone (``"Plot: A thief."``) and the text block is the columns'
-  vectors side by side: a long field then cannot crowd out the short ones, and a model
-  weighs each field (BENCHMARKS, "How an item's text is written"). An item whose text
+  encoder (``coldbrew.data.features.text_embeddings``, with its cache). With ``text_mode:
+  per_column`` each column is encoded alone (``"Plot: A thief."``) and the text block is the
+  columns' vectors side by side: a long field then cannot crowd out the short ones, and a
+  model weighs each field (BENCHMARKS, "How an item's text is written"). An item whose text
   columns are all empty gets a zero text vector, and a note counts such items. A text column
   may also be a category or numeric column (genres are both a block and words to read).
 - **Category columns**: a ``|``-separated list (genres) becomes a multi-hot block, one value a
