@@ -148,15 +148,8 @@ def check_shared_folder(out: Path, storage: str, study_name: str, local_db: str)
     from coldbrew.training.checkpoint import RunLock
 
     out.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + FOLDER_WAIT
-    while True:
-        try:
-            with RunLock(out):
-                return mark_shared_folder(out, storage, study_name, local_db)
-        except ColdbrewError as error:
-            if "is in use by" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)  # another worker checking the folder, or a local search running
+    with RunLock(out, wait=FOLDER_WAIT):  # another worker checking it, or a local search running
+        mark_shared_folder(out, storage, study_name, local_db)
 
 
 def mark_shared_folder(out: Path, storage: str, study_name: str, local_db: str) -> None:

@@ -86,18 +86,19 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
 
 class RunLock:
     """An exclusive lock on RUN_DIR/.lock (``filelock``, an ``flock`` on Unix) for as long as a
-    process trains in RUN_DIR; a second process is refused at once, naming the holder.
+    process trains in RUN_DIR; a second process is refused at once (or after ``wait`` seconds
+    of waiting for it), naming the holder.
 
     The file holds the holder's process id and is removed on the way out, while still locked:
     filelock notices a lock file that was unlinked under it and does not count that lock as
     taken. A process killed with SIGKILL leaves the file behind; the next lock reuses it.
     """
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, wait: float = 0.0):
         from filelock import FileLock
 
         self.path = run_dir / LOCK
-        self.lock = FileLock(self.path, blocking=False, on_acquired=_write_owner)
+        self.lock = FileLock(self.path, timeout=wait, blocking=wait > 0, on_acquired=_write_owner)
 
     def __enter__(self) -> RunLock:
         from filelock import Timeout
