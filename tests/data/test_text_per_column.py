@@ -35,6 +35,8 @@ def test_each_column_is_encoded_alone_and_the_vectors_lie_side_by_side(seen):
     assert (
         data.text_fields == ["title", "plot"] and data.item_text[0] == "Title: Up. Plot: A house."
     )
+    unread = {"text": ["title", "plot"], "text_mode": "per_column", "text_vectors": False}
+    assert coldbrew.Dataset.from_frames(EVENTS, ITEMS, **unread).text_fields is None  # no block
     joined = coldbrew.Dataset.from_frames(EVENTS, ITEMS, text=["title", "plot"])
     assert joined.text_fields is None and joined.features["text"].shape == (3, 2)
 

@@ -1,8 +1,8 @@
 """Your data as it comes: interactions and an items table with named columns, as pandas frames.
 
-``dataset_fields`` (behind ``Dataset.from_frames``) is the one general reader; ``coldbrew.data.table_files`` reads the frames from
-CSV, TSV or Parquet files named in a ``coldbrew.yaml`` and ``coldbrew.data.recbole`` from
-RecBole's atomic files, both through it.
+``dataset_fields`` (behind ``Dataset.from_frames``) is the one general reader;
+``coldbrew.data.table_files`` reads the frames from CSV, TSV or Parquet files named in a
+``coldbrew.yaml`` and ``coldbrew.data.recbole`` from RecBole's atomic files, both through it.
 
 - Interactions: one row per (user, item), optional ``rating`` (checked numeric; ``min_rating``
   keeps the rows at or above it: coldbrew learns from implicit feedback, so every kept row is
@@ -118,6 +118,8 @@ def dataset_fields(
     )
     every = [matrices[split] for split in INTERACTION_SPLITS if split in matrices]
     known = interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape)
+    blocks = content.select(features, text_vectors=text_vectors, options=options, notes=notes)
+    per_column = content.column_texts is not None and "text" in blocks
     return dict(
         name=name,
         num_users=shape[0],
@@ -125,13 +127,13 @@ def dataset_fields(
         train=matrices["train"],
         cold_items=cold_items,
         splits={split: {"cold": matrices[split]} for split in ("val", "test") if split in matrices},
-        features=content.select(features, text_vectors=text_vectors, options=options, notes=notes),
+        features=blocks,
         user_ids=source_ids(user_index),
         item_ids=source_ids(item_index),
         known=known,
         notes=notes,
         item_text=content.texts,
-        text_fields=list(text) if text_mode == "per_column" and text else None,
+        text_fields=list(text) if per_column else None,  # the text block's columns, in order
         feature_columns=content.columns,
         item_first_seen=_first_seen(frames, codes, timestamp, len(item_index), where),
     )
