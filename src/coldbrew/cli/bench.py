@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from coldbrew.cli.options import add_layout_option
 from coldbrew.errors import ColdbrewError
 
 # bench's negatives per positive when not given: CLCRec's original 128, not each model's default
@@ -24,14 +25,7 @@ def add_parser(commands) -> None:
     )
     bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
     bench.add_argument("--data", default="synthetic", help="dataset directory or name")
-    bench.add_argument(
-        "--layout",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="your own tables' layout as coldbrew.yaml's keys, over the folder's own "
-        "(repeatable: --layout interactions=events.csv --layout text=title,plot)",
-    )
+    add_layout_option(bench)
     bench.add_argument("--trust-pickle", action="store_true", help="allow pickled .npy files")
     bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
     bench.add_argument(

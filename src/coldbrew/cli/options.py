@@ -212,15 +212,24 @@ def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dic
     return {k: v for k, v in vars(args).items() if k in known and k not in exclude}
 
 
-def add_other_data_layout(parser: argparse.ArgumentParser) -> None:
-    """``--layout KEY=VALUE`` beside ``--data``: the other folder's own tables, named over the
-    run's saved layout key by key (``other_data_layout`` reads it)."""
+def add_layout_option(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
+    """``--layout KEY=VALUE``, repeatable, for a command whose flags are not the run options
+    (``data info``, ``bench``, and beside ``recommend``'s or ``evaluate``'s ``--data``)."""
     parser.add_argument(
         "--layout",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="with --data: that folder's layout over the run's own, key by key (coldbrew.yaml's "
+        help=help_text or FIELDS["layout"].metadata["help"],
+    )
+
+
+def add_other_data_layout(parser: argparse.ArgumentParser) -> None:
+    """``--layout`` beside ``--data``: the other folder's own tables, named over the run's
+    saved layout key by key (``other_data_layout`` reads it)."""
+    add_layout_option(
+        parser,
+        "with --data: that folder's layout over the run's own, key by key (coldbrew.yaml's "
         "keys, e.g. --layout interactions=new.csv)",
     )
 

@@ -8,12 +8,12 @@ import time
 
 from coldbrew.cli.options import (
     add_config_options,
+    add_layout_option,
     add_other_data_layout,
     config_flags,
     other_data_layout,
 )
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
-from coldbrew.config import FIELDS
 from coldbrew.errors import ColdbrewError
 
 TRAIN_EXAMPLES = """Examples:
@@ -66,13 +66,7 @@ def add_parsers(commands) -> None:
         metavar="files|time:F|random:F",
         help="which items are cold, as train chooses them (default: files, the data's own)",
     )
-    info.add_argument(
-        "--layout",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=FIELDS["layout"].metadata["help"],
-    )
+    add_layout_option(info)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     convert = data.add_parser(
         "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
