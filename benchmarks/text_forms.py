@@ -31,6 +31,7 @@ import pandas as pd
 
 from coldbrew.data import load_dataset
 from coldbrew.data.features import text_embeddings
+from coldbrew.data.table_content import joined_texts
 
 FIELDS = ("title", "year", "genres", "director", "cast", "plot")
 FORMS = ("prepared", "labelled", "plain", "fields", "no_plot", "more", "no_plot_more", "short")
@@ -43,13 +44,12 @@ def values(items: pd.DataFrame, column: str) -> pd.Series:
 
 
 def joined(items: pd.DataFrame, columns: tuple[str, ...], labels: bool) -> list[str]:
+    """The general layout's own joined text (labelled), or the same values without labels."""
+    if labels:
+        return joined_texts(items, list(columns))
     rows = []
-    for position in range(len(items)):
-        parts = []
-        for column in columns:
-            value = values(items, column).iat[position]
-            if value:
-                parts.append(f"{column.capitalize()}: {value}" if labels else value)
+    for row in zip(*(values(items, column) for column in columns), strict=True):
+        parts = [value for value in row if value]
         rows.append(". ".join(parts) + "." if parts else "")
     return rows
 
