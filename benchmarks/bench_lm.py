@@ -110,7 +110,7 @@ def checkpoint_sizes(dataset, lora: str) -> list[dict]:
 
 def catalogue_tokens(dataset, max_length: int = 256) -> int:
     """Padded tokens per text in a large step: the longest item text (capped)."""
-    from coldbrew.data.text_backbone import load_backbone
+    from coldbrew.data.text.backbones import load_backbone
 
     tokenizer = load_backbone("all-MiniLM-L6-v2").tokenizer
     lengths = [len(ids) for ids in tokenizer(dataset.item_text)["input_ids"]]
@@ -229,7 +229,7 @@ def measure_all(dataset, tokens: int, lora: str, steps: int, configurations: lis
 def count_saved(lora: str) -> None:
     """Bytes saved for backward by MiniLM (parameters excluded) per token per layer, under
     LoRA and full fine-tuning, at several padded lengths: the constants of the estimate."""
-    from coldbrew.data.text_backbone import load_backbone
+    from coldbrew.data.text.backbones import load_backbone
     from coldbrew.models.lm.backbone import TextBackbone
     from coldbrew.models.lm.config import LoraSpec
 

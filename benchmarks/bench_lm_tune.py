@@ -49,7 +49,7 @@ def cpu_report() -> dict:
 
 
 def layer_times(tokens: list[int], repeats: int) -> list[dict]:
-    from coldbrew.data.text_backbone import load_backbone
+    from coldbrew.data.text.backbones import load_backbone
     from coldbrew.models.lm.backbone import inject_lora
     from coldbrew.models.lm.config import LoraSpec
 

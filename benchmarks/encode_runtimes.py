@@ -4,7 +4,7 @@
         [--threads 1,2] [--rounds 2] [--int8 [VARIANT,...]]
 
 Takes the first N item texts of ml-1m-coldstart, exports the encoder's transformer with
-``coldbrew.data.onnx_encoder`` (cached under the coldbrew cache), and per thread count encodes
+``coldbrew.data.text.onnx_encoder`` (cached under the coldbrew cache), and per thread count encodes
 them in turn (the rounds interleaved, so the machine's load falls on all alike) with torch fp32
 (the reference), ONNX Runtime fp32 and, with ``--int8``, two dynamic int8 quantizations of the
 export (``onnxruntime.quantization.quantize_dynamic``, int8 per-channel weights, MatMul only):
@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 
 from coldbrew import load_dataset
-from coldbrew.data import onnx_encoder, text_backbone
 from coldbrew.data.paths import cache_dir
-from coldbrew.data.sentence_models import sentence_model
-from coldbrew.data.text_encoder import _encode
+from coldbrew.data.text import backbones, onnx_encoder
+from coldbrew.data.text.embedder import _encode
+from coldbrew.data.text.sentence_models import sentence_model
 
 INT8_VARIANTS = ("int8", "int8-ffn", "int8-7bit", "int8-7bit-ffn")
 
@@ -90,7 +90,7 @@ def main() -> None:
         )
     texts = list(load_dataset("ml-1m-coldstart", features=["genre"]).item_text[: args.texts])
     model = sentence_model(args.encoder, progress=False)
-    loaded = text_backbone.load_backbone(model.backbone, "cpu", progress=False)
+    loaded = backbones.load_backbone(model.backbone, "cpu", progress=False)
     exported = cache_dir() / "onnx" / onnx_encoder.export_key(loaded.identity) / "model.onnx"
     if not exported.is_file():
         started = time.perf_counter()

@@ -25,11 +25,11 @@ import time
 import torch
 
 from coldbrew import load_dataset
-from coldbrew.data import text_backbone
-from coldbrew.data.onnx_encoder import onnx_forward, resolve_runtime, takes_onnx
 from coldbrew.data.paths import cache_dir
-from coldbrew.data.sentence_models import sentence_model
-from coldbrew.data.text_encoder import _encode
+from coldbrew.data.text import backbones
+from coldbrew.data.text.embedder import _encode
+from coldbrew.data.text.onnx_encoder import onnx_forward, resolve_runtime, takes_onnx
+from coldbrew.data.text.sentence_models import sentence_model
 
 
 def encode(texts, loaded, model, budget, batch_size, sorted_batches, forward=None):
@@ -74,7 +74,7 @@ def main() -> None:
     dataset = load_dataset("ml-1m-coldstart", features=["genre"])
     texts = list(dataset.item_text[: args.texts])
     model = sentence_model(args.encoder, progress=False)
-    loaded = text_backbone.load_backbone(model.backbone, "cpu", progress=False)
+    loaded = backbones.load_backbone(model.backbone, "cpu", progress=False)
     forward = None
     if takes_onnx(resolve_runtime(args.runtime), loaded):
         forward = onnx_forward(loaded, cache_dir())

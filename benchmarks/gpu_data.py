@@ -41,7 +41,7 @@ def folder_bytes(path: Path) -> int:
 
 def convert_clcrec(source: Path, out: Path) -> None:
     from coldbrew.data import load_dataset
-    from coldbrew.data.stored import save
+    from coldbrew.data.loaders.stored import save
 
     dataset = load_dataset(source, trust_pickle=True, features=[])
     save(dataset, out)

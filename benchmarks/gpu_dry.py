@@ -91,7 +91,7 @@ def make_dry_data(root: Path) -> Path:
     from gpu_data import cache_backbones
 
     from coldbrew.data import load_dataset
-    from coldbrew.data.stored import save
+    from coldbrew.data.loaders.stored import save
 
     save(load_dataset("synthetic:small", features=[]), root / "clcrec-movielens")
     write_csv_coldstart(root / "ml-1m-coldstart")

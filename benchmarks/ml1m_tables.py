@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from coldbrew.data.csv_coldstart import match_extra_info, read_extra_info, read_items
 from coldbrew.data.features import TITLE_YEAR, display_title, normalise_title
+from coldbrew.data.loaders.csv_coldstart import match_extra_info, read_extra_info, read_items
 
 ROLE = re.compile(r"\s*\([^)]*\)")  # "Joss Whedon (screenplay by)" -> "Joss Whedon"
 

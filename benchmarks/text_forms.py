@@ -31,7 +31,7 @@ import pandas as pd
 
 from coldbrew.data import load_dataset
 from coldbrew.data.features import text_embeddings
-from coldbrew.data.table_content import joined_texts
+from coldbrew.data.tables.content import joined_texts
 
 FIELDS = ("title", "year", "genres", "director", "cast", "plot")
 FORMS = ("prepared", "labelled", "plain", "fields", "no_plot", "more", "no_plot_more", "short")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from coldbrew.data import table_content
+from coldbrew.data.tables import content
 
 
 def fake_encoder(monkeypatch) -> list[list[str]]:
@@ -15,6 +15,6 @@ def fake_encoder(monkeypatch) -> list[list[str]]:
         seen.append(list(texts))
         return torch.tensor([[float(len(text)), 1.0] for text in texts])
 
-    monkeypatch.setattr(table_content, "text_embeddings", embed)
-    monkeypatch.setattr(table_content, "text_encoder_available", lambda: True)
+    monkeypatch.setattr(content, "text_embeddings", embed)
+    monkeypatch.setattr(content, "text_encoder_available", lambda: True)
     return seen

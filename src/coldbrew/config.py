@@ -238,10 +238,10 @@ class TrainConfig:
         if not self.resolved_ks():
             raise ColdbrewError("option 'ks' needs at least one cut-off")
         check_device_name(self.device)
-        from coldbrew.data.sentence_models import check_text_encoder
+        from coldbrew.data.text.sentence_models import check_text_encoder
 
         check_text_encoder(self.text_encoder)
-        from coldbrew.data.cold_split import parse_cold_split
+        from coldbrew.data.splits.cold_split import parse_cold_split
 
         parse_cold_split(self.cold_split)
         if self.early_stop_metric is not None:
@@ -410,7 +410,7 @@ def make_config(*layers: dict[str, Any]) -> TrainConfig:
 def layout_value(before: dict | None, value: Any, from_text: bool) -> dict | None:
     """``before`` with a layer's ``layout`` over it key by key: ``KEY=VALUE`` texts from the
     command line, a mapping from YAML (none: unchanged), checked against coldbrew.yaml's keys."""
-    from coldbrew.data.table_layout import check_layout, merge_layout, parse_layout_flags
+    from coldbrew.data.tables.settings import check_layout, merge_layout, parse_layout_flags
 
     if value is None:
         return before

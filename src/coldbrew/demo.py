@@ -21,7 +21,7 @@ import torch
 
 from coldbrew import evaluate_embeddings, load_dataset
 from coldbrew.config import make_config
-from coldbrew.data.selection import carve_report
+from coldbrew.data.splits.selection import carve_report
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.system.threads import apply_threads
 from coldbrew.training.run import train

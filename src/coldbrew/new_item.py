@@ -58,7 +58,7 @@ def text_encoder_identity(config) -> dict:
     joined encoders (``minilm+mpnet@128``): the name and ``members``, each member's settings."""
     from dataclasses import asdict
 
-    from coldbrew.data.sentence_models import member_models
+    from coldbrew.data.text.sentence_models import member_models
 
     models = [asdict(model) for model in member_models(config.text_encoder, progress=False)]
     if len(models) > 1:
@@ -102,7 +102,7 @@ class TextBlockEncoder:
 
     def warm_up(self) -> None:
         """Load the sentence encoder now (the first text otherwise pays for it)."""
-        from coldbrew.data.text_backbone import load_backbone
+        from coldbrew.data.text.backbones import load_backbone
 
         for index, member in enumerate(self.members):
             if self.backbones[index] is None:
@@ -110,7 +110,7 @@ class TextBlockEncoder:
 
     def encode(self, text: str) -> np.ndarray:
         """``(1, width)`` float32: ``text`` as the data's text block encodes an item's text."""
-        from coldbrew.data.text_encoder import encode_texts
+        from coldbrew.data.text.embedder import encode_texts
 
         self.warm_up()
         rows = [

@@ -263,7 +263,7 @@ def is_all_zero(array: np.ndarray) -> bool:
 
 
 def has_text_ids(source_ids: np.ndarray | None) -> bool:
-    """Whether the data's ids are text (SKUs, UUIDs: ``coldbrew.data.tables``), not integers."""
+    """Whether the data's ids are text (SKUs, UUIDs: ``coldbrew.data.tables.frames``), not integers."""
     return source_ids is not None and np.asarray(source_ids).dtype.kind not in "iu"
 
 

@@ -105,7 +105,7 @@ def test_a_zoo_backbone_given_to_the_lm_is_refused_at_once(tmp_path, capsys):
 
 def test_progress_bars_stay_out_of_a_redirected_log(tmp_path, capsys):
     pytest.importorskip("transformers")
-    from coldbrew.data.text_backbone import load_backbone
+    from coldbrew.data.text.backbones import load_backbone
     from coldbrew.system.terminal import bars_shown
     from sentence_support import tiny_sentence_folder
 

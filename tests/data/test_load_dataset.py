@@ -10,15 +10,9 @@ import numpy as np
 import pytest
 
 from coldbrew.config import TrainConfig
-from coldbrew.data import (
-    DEFAULT_SEED,
-    check_seed,
-    csv_coldstart,
-    load_dataset,
-    movielens,
-    synthetic,
-)
+from coldbrew.data import DEFAULT_SEED, check_seed, load_dataset
 from coldbrew.data.dataset import MAX_SEED
+from coldbrew.data.loaders import csv_coldstart, movielens, synthetic
 from coldbrew.errors import DataError
 
 

@@ -213,7 +213,7 @@ def test_nine_pairs_in_one_pass_equal_each_split_alone(cold_candidates, chunking
     """val, report and test × all, warm, cold: 9 (split, group) pairs, more than a byte holds
     (the bits are int16 words); one pass equals each split evaluated alone (a byte each) and
     the plain per-user loop."""
-    from coldbrew.data.selection import carve_report
+    from coldbrew.data.splits.selection import carve_report
     from coldbrew.evaluation.plan import cold_items_of
 
     dataset = carve_report(random_dataset(), 0.5, 0)

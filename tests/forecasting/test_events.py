@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coldbrew.data.events import Events, load_events
-from coldbrew.data.movielens import read_ratings, read_timestamped_ratings
+from coldbrew.data.forecast.events import Events, load_events
+from coldbrew.data.loaders.movielens import read_ratings, read_timestamped_ratings
 from coldbrew.errors import DataError
 from conftest import shared_path
 

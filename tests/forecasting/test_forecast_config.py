@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from coldbrew.data.forecast_config import ForecastConfig
+from coldbrew.data.forecast.config import ForecastConfig
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.forecast.lstm_config import LSTMConfig
 

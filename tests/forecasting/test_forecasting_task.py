@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from coldbrew.data.forecast_config import ForecastConfig
-from coldbrew.data.series import DailySeries, synthetic_series
+from coldbrew.data.forecast.config import ForecastConfig
+from coldbrew.data.forecast.series import DailySeries, synthetic_series
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.forecast.lstm import LSTMForecaster
 from coldbrew.tasks.base import Monitor

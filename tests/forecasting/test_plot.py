@@ -6,8 +6,8 @@ import builtins
 
 import pytest
 
-from coldbrew.data.forecast_config import ForecastConfig
-from coldbrew.data.series import synthetic_series
+from coldbrew.data.forecast.config import ForecastConfig
+from coldbrew.data.forecast.series import synthetic_series
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.forecast_plot import busiest_series, plot_forecasts
 from coldbrew.tasks.forecasting import ForecastingTask, baseline_forecasts

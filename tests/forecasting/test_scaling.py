@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from coldbrew.data.scaling import SeriesScaler
+from coldbrew.data.forecast.scaling import SeriesScaler
 
 
 def test_scale_is_the_training_mean_of_log1p():

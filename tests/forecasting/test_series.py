@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from coldbrew.data.events import Events, load_events
-from coldbrew.data.series import build_series, synthetic_series
+from coldbrew.data.forecast.events import Events, load_events
+from coldbrew.data.forecast.series import build_series, synthetic_series
 from coldbrew.errors import ColdbrewError
 from conftest import shared_path
 

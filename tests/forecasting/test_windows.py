@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from coldbrew.data.windows import TimeSplit, all_windows, gather_windows, sample_windows
+from coldbrew.data.forecast.windows import TimeSplit, all_windows, gather_windows, sample_windows
 from coldbrew.errors import ColdbrewError, DataError
 
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from coldbrew.data import text_backbone, text_encoder
-from coldbrew.data.text_backbone import load_backbone, pool, resolve_pooling
+from coldbrew.data.text import backbones, embedder
+from coldbrew.data.text.backbones import load_backbone, pool, resolve_pooling
 from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LoraSpec
@@ -31,7 +31,7 @@ def bert(tmp_path_factory):
     from transformers import BertConfig, BertModel
 
     folder = tmp_path_factory.mktemp("bert")
-    source = text_backbone.backbone_location("all-MiniLM-L6-v2")[0]
+    source = backbones.backbone_location("all-MiniLM-L6-v2")[0]
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(os.path.join(source, name), folder / name)
     config = BertConfig(
@@ -87,7 +87,7 @@ def test_batched_pooling_matches_one_text_at_a_time(model, pooling, request):
     expected = reference_vectors(name, texts, pooling)
     backbone = make_backbone(name, pooling)
     in_graph = backbone(*backbone.trim(*backbone.tokenize(texts)))  # one padded batch
-    cached = text_encoder.encode_texts(
+    cached = embedder.encode_texts(
         texts, backbone=name, pooling=pooling, batch_size=4, cache=None, progress=False
     )  # length-sorted batches of 4
     torch.testing.assert_close(in_graph, expected, atol=1e-5, rtol=1e-5)
@@ -122,7 +122,7 @@ def test_quiet_loading_has_no_weights_bar_and_restores_the_setting(gpt2, capfd, 
     assert transformers_logging.is_progress_bar_enabled()  # left as it was
     load_backbone(gpt2)  # captured stderr is no terminal: no frames in a redirected log
     assert "Loading weights" not in capfd.readouterr().err
-    monkeypatch.setattr("coldbrew.data.text_backbone.bars_shown", lambda progress=True: progress)
+    monkeypatch.setattr("coldbrew.data.text.backbones.bars_shown", lambda progress=True: progress)
     load_backbone(gpt2)  # as on a terminal
     assert "Loading weights" in capfd.readouterr().err  # the check can see the bar
 
@@ -149,9 +149,9 @@ def test_a_path_that_is_not_a_model_folder_is_an_error(tmp_path):
 
 def test_folder_identity_follows_the_contents(gpt2, tmp_path):
     copy = shutil.copytree(gpt2, tmp_path / "copy")
-    assert text_backbone.backbone_identity(str(copy)) == text_backbone.backbone_identity(gpt2)
+    assert backbones.backbone_identity(str(copy)) == backbones.backbone_identity(gpt2)
     (copy / "config.json").write_text((copy / "config.json").read_text() + " ")
-    assert text_backbone.backbone_identity(str(copy)) != text_backbone.backbone_identity(gpt2)
+    assert backbones.backbone_identity(str(copy)) != backbones.backbone_identity(gpt2)
 
 
 # ---------------------------------------------------------------------------------- training

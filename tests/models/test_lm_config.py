@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from coldbrew.data import text_backbone
+from coldbrew.data.text import backbones
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm import config as config_module
 from coldbrew.models.lm.config import LMConfig, LoraSpec
@@ -91,4 +91,4 @@ def test_config_module_imports_no_torch():
 
 
 def test_pooling_names_agree_with_the_text_encoder():
-    assert config_module.POOLINGS == text_backbone.POOLINGS
+    assert config_module.POOLINGS == backbones.POOLINGS

@@ -9,7 +9,7 @@ import io
 import pytest
 import torch
 
-from coldbrew.data import text_encoder
+from coldbrew.data.text import embedder
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build
 from coldbrew.models.lm.memory import MINILM, lora_size
@@ -69,9 +69,9 @@ def test_minilm_lora_trains_adapters_only_and_round_trips(capsys):
 def test_minilm_cache_mode_shares_the_text_feature_cache():
     """The lm model's cache entry is the one the CLCRec text feature writes (same key)."""
     texts = tiny_dataset().item_text
-    feature = text_encoder.encode_texts(texts, progress=False)
-    key = text_encoder.encoder_key("all-MiniLM-L6-v2", "mean", True, 256)
-    assert key == text_encoder.ENCODER_ID
+    feature = embedder.encode_texts(texts, progress=False)
+    key = embedder.encoder_key("all-MiniLM-L6-v2", "mean", True, 256)
+    assert key == embedder.ENCODER_ID
     torch.manual_seed(0)
     model = build(tiny_dataset(), LMConfig(dim=8, hidden=16), progress=False)
     torch.testing.assert_close(model.item_text, feature)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from coldbrew.data import text_backbone
+from coldbrew.data.text import backbones
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
 from coldbrew.models.lm import LMConfig, build
@@ -28,13 +28,13 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 def count_loads(monkeypatch):
     """Calls of ``load_backbone`` (the only way weights are loaded), counted."""
     calls: list[str] = []
-    real = text_backbone.load_backbone
+    real = backbones.load_backbone
 
     def counting(name, device="cpu", **options):
         calls.append(name)
         return real(name, device, **options)
 
-    monkeypatch.setattr(text_backbone, "load_backbone", counting)
+    monkeypatch.setattr(backbones, "load_backbone", counting)
     return calls
 
 
@@ -320,7 +320,7 @@ def test_same_seed_same_result(gpt2):
 def test_ml100k_items_and_users_are_described_by_text(gpt2):
     import warnings
 
-    from coldbrew.data import movielens
+    from coldbrew.data.loaders import movielens
     from conftest import shared_path
 
     with warnings.catch_warnings():
@@ -335,7 +335,7 @@ def test_ml100k_items_and_users_are_described_by_text(gpt2):
 
 
 def test_clcrec_layout_is_refused_with_a_clear_error(gpt2):
-    from coldbrew.data import clcrec_layout
+    from coldbrew.data.loaders import clcrec_layout
     from conftest import shared_path
 
     with pytest.warns(UserWarning):  # the unpublished feature files are missing

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from coldbrew.data.text_backbone import LoadedBackbone
+from coldbrew.data.text.backbones import LoadedBackbone
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LoraSpec

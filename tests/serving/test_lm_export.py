@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from coldbrew.config import make_config
-from coldbrew.data import movielens
+from coldbrew.data.loaders import movielens
 from coldbrew.errors import ColdbrewError
 
 

@@ -21,7 +21,7 @@ import torch
 
 RUN = {"quiet": True, "device": "cpu", "seed": 3, "epochs": 2, "lr": 0.01, "batch_size": 128}
 # validation whole, as when the numbers were pinned: the pin is of what a run computes, and
-# the select/report cut (``coldbrew.data.selection``) only moves val's items into "report"
+# the select/report cut (``coldbrew.data.splits.selection``) only moves val's items into "report"
 RUN["report_share"] = 0.0
 SETTINGS = {
     "clcrec": {"data": "synthetic:small", "dim": 16, "hidden": 32, "num_neg": 8},

@@ -151,7 +151,7 @@ def test_results_json_writes_infinities_as_null(tmp_path):
 
 
 def test_the_run_records_its_data_as_an_absolute_path(tmp_path, monkeypatch):
-    from coldbrew.data.synthetic import load as synthetic_load
+    from coldbrew.data.loaders.synthetic import load as synthetic_load
 
     folder = tmp_path / "mydata"
     folder.mkdir()
@@ -230,7 +230,7 @@ def test_evaluate_on_data_with_other_features_uses_those_features(dataset, tmp_p
     own = evaluate_run(tmp_path / "run", splits=["val"])["metrics"]["val"]
     # the same interactions with the item features shuffled across items: cold items now
     # carry other items' content, so cold scores (and metrics) must change
-    from coldbrew.data import synthetic
+    from coldbrew.data.loaders import synthetic
 
     shuffled = synthetic.load("synthetic:small", seed=1)
     permutation = np.random.default_rng(0).permutation(shuffled.num_items)

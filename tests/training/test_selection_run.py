@@ -11,7 +11,7 @@ import pytest
 
 from coldbrew import load_dataset
 from coldbrew.config import make_config
-from coldbrew.data.selection import carve_report
+from coldbrew.data.splits.selection import carve_report
 from coldbrew.training.run import train
 
 FAST = {

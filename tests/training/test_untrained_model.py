@@ -69,7 +69,7 @@ def test_a_model_with_nothing_to_train_is_evaluated_once(content_dot, tmp_path):
     assert results["epochs_run"] == 1 and results["best_epoch"] == 1
     assert results["history"][0]["losses"] == {}
     expected = ContentDot(dataset)
-    from coldbrew.data.selection import carve_report
+    from coldbrew.data.splits.selection import carve_report
     from coldbrew.evaluation.model import evaluate_model
 
     carved = carve_report(dataset, 0.5, 0)  # the run's data: val cut into select and report

@@ -1,5 +1,5 @@
 """``coldbrew data init FILES...``: guess a ``coldbrew.yaml`` for your own files and print the
-guesses (``coldbrew.data.table_guess``)."""
+guesses (``coldbrew.data.tables.guess``)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def add_init_parser(data_commands) -> None:
 def run_init(args: argparse.Namespace) -> int:
     import os
 
-    from coldbrew.data.table_guess import guess, write_spec
+    from coldbrew.data.tables.guess import guess, write_spec
 
     files = [Path(name).resolve() for name in args.files]
     spec, lines = guess(files)

@@ -237,7 +237,7 @@ def add_other_data_layout(parser: argparse.ArgumentParser) -> None:
 def other_data_layout(args: argparse.Namespace) -> dict | None:
     """The ``--layout`` flags, checked, or None; refused without ``--data`` (the run's own
     data is read as it was trained)."""
-    from coldbrew.data.table_layout import parse_layout_flags
+    from coldbrew.data.tables.settings import parse_layout_flags
     from coldbrew.errors import ColdbrewError
 
     if not args.layout:

@@ -378,7 +378,7 @@ def run_data(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from coldbrew.data import resolve_data_path
-        from coldbrew.data.clcrec_layout import convert
+        from coldbrew.data.loaders.clcrec_layout import convert
 
         destination = convert(
             resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle
@@ -387,13 +387,13 @@ def run_data(args: argparse.Namespace) -> int:
         return 0
     from coldbrew.config import MAX_SEED
     from coldbrew.data import load_dataset
-    from coldbrew.data.table_layout import parse_layout_flags
+    from coldbrew.data.tables.settings import parse_layout_flags
     from coldbrew.options import coerce
 
     seed = coerce("seed", args.seed, int, from_text=True)
     if not 0 <= seed <= MAX_SEED:
         raise ColdbrewError(f"option 'seed' must be in 0..{MAX_SEED}, not {seed}")
-    from coldbrew.data.selection import carve_report
+    from coldbrew.data.splits.selection import carve_report
 
     share = coerce("report_share", args.report_share, float, from_text=True)
     selection_seed = coerce("selection_seed", args.selection_seed, int, from_text=True)
@@ -405,7 +405,7 @@ def run_data(args: argparse.Namespace) -> int:
         text_encoder=args.text_encoder,
         layout=parse_layout_flags(args.layout) if args.layout else None,
     )
-    from coldbrew.data.cold_split import apply_cold_split
+    from coldbrew.data.splits.cold_split import apply_cold_split
 
     dataset = apply_cold_split(dataset, args.cold_split, selection_seed)  # as train does
     dataset = carve_report(dataset, share, selection_seed)  # the halves a run sees

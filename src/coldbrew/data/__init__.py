@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
-from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
-from coldbrew.data.table_layout import not_own_tables
+from coldbrew.data.tables.settings import not_own_tables
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
 from coldbrew.errors import DataError
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def load_dataset(
     MovieLens, synthetic data); its default is the training default, so a plain load shows the
     split ``train`` uses unless told another seed. ``text_encoder`` embeds item texts where the
     source has them (``minilm``, ``mpnet`` or a sentence-transformers folder; see
-    ``coldbrew.data.sentence_models``); a source whose text is word ids ignores it, with a note.
+    ``coldbrew.data.text.sentence_models``); a source whose text is word ids ignores it, with a note.
     ``text_vectors=False`` leaves the sentence-encoded ``text`` block out whatever
     ``features`` says, so no encoder runs (for a model that reads the item texts itself: the
     LM); the texts stay in ``Dataset.item_text``.
@@ -70,7 +70,7 @@ def load_dataset(
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     if str(path_or_name).split(":")[0] == "synthetic":
-        from coldbrew.data import synthetic
+        from coldbrew.data.loaders import synthetic
 
         if layout:
             raise not_own_tables(str(path_or_name))
@@ -79,10 +79,11 @@ def load_dataset(
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
-    from coldbrew.data import clcrec_layout, csv_coldstart, movielens, table_files
+    from coldbrew.data.loaders import clcrec_layout, csv_coldstart, movielens
+    from coldbrew.data.tables import reader
 
-    if table_files.detect(path, layout):  # coldbrew.yaml or --layout names the files: it wins
-        return table_files.load(
+    if reader.detect(path, layout):  # coldbrew.yaml or --layout names the files: it wins
+        return reader.load(
             path,
             features=features,
             seed=seed,
@@ -113,7 +114,7 @@ def load_dataset(
             text_encoder=text_encoder,
             **options,
         )
-    from coldbrew.data import recbole
+    from coldbrew.data.loaders import recbole
 
     if recbole.detect(path):
         return recbole.load(

@@ -18,7 +18,7 @@ from coldbrew.data.matrices import interactions_to_csr  # noqa: F401 - loaders i
 from coldbrew.errors import DataError
 
 SPLITS = ("val", "test")  # what loaders produce
-# what is evaluated: "report" is carved out of a loader's "val" (``coldbrew.data.selection``):
+# what is evaluated: "report" is carved out of a loader's "val" (``coldbrew.data.splits.selection``):
 # every choice reads "val" (the selection half), every reported figure "report" (and "test")
 EVALUATION_SPLITS = ("val", "report", "test")
 GROUPS = ("all", "warm", "cold")
@@ -78,21 +78,25 @@ class Dataset:
     # was encoded apart (the general layout's text_mode: per_column); None: one joined text
     text_fields: list[str] | None = None
     user_text: list[str] | None = None  # one text per user, when the source describes users
-    selection: dict | None = None  # how val was cut into select/report (coldbrew.data.selection)
-    cross_validation: dict | None = None  # the fold this is, when it is one (coldbrew.data.folds)
+    selection: dict | None = (
+        None  # how val was cut into select/report (coldbrew.data.splits.selection)
+    )
+    cross_validation: dict | None = (
+        None  # the fold this is, when it is one (coldbrew.data.splits.folds)
+    )
     # the names of a dense block's columns, in column order, where the source names them
     # (genre flags); loaders may name blocks not loaded: only the loaded ones are kept
     feature_columns: dict[str, list[str]] = field(default_factory=dict)
     # each item's first interaction (seconds; NaN where unknown), where the source has times
     item_first_seen: np.ndarray | None = None
-    # which items a run made cold and how (coldbrew.data.cold_split); None: the source's own
+    # which items a run made cold and how (coldbrew.data.splits.cold_split); None: the source's own
     cold_split: dict | None = None
 
     @classmethod
     def from_frames(cls, interactions, items=None, **columns) -> Dataset:
         """A dataset from pandas frames with named columns: ``user``, ``item`` (default names),
         ``text=[...]``, ``categories=[...]``, ``numeric=[...]`` of the items table; see
-        ``coldbrew.data.tables.dataset_fields`` for every option.
+        ``coldbrew.data.tables.frames.dataset_fields`` for every option.
 
         >>> import pandas as pd
         >>> frame = pd.DataFrame({"user": ["ann", "bob", "bob"], "item": ["sku-1", "sku-1", "sku-2"]})
@@ -100,7 +104,7 @@ class Dataset:
         >>> data.describe(), list(data.item_ids)
         ('2 users, 2 items, 3 interactions', ['sku-1', 'sku-2'])
         """
-        from coldbrew.data.tables import dataset_fields
+        from coldbrew.data.tables.frames import dataset_fields
 
         return cls(**dataset_fields(interactions, items, **columns))
 

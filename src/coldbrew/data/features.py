@@ -19,7 +19,7 @@ import torch
 from coldbrew.errors import DataError
 
 DEFAULT_MODALITIES = ("genre", "text")
-# loader options passed on to the text encoder (text_encoder: see coldbrew.data.sentence_models)
+# loader options passed on to the text encoder (text_encoder: see coldbrew.data.text.sentence_models)
 TEXT_OPTIONS = ("progress", "text_batch_size", "text_encoder")
 TEXT_EXTRA_HINT = "text features need the [text] extra: pip install 'coldbrew[text]'"
 # Order and labels of the optional per-item fields in ``item_texts``.
@@ -197,8 +197,8 @@ def text_embeddings(texts: list[str], options: Mapping[str, object]) -> torch.Te
     ``text_encoder`` (minilm, mpnet or a sentence-transformers folder; default minilm). Joined
     encoders (``minilm+mpnet@128``) give each member's vectors side by side, each encoded (or
     read) under its own cache entry; ``sentence_models.member_models`` says why unscaled."""
-    from coldbrew.data.sentence_models import DEFAULT_TEXT_ENCODER, member_models
-    from coldbrew.data.text_encoder import encode_texts
+    from coldbrew.data.text.embedder import encode_texts
+    from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, member_models
 
     batch_size = int(options.get("text_batch_size", 64))  # type: ignore[arg-type]
     progress = bool(options.get("progress", True))

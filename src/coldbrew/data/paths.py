@@ -31,7 +31,7 @@ def resolve_data_path(path_or_name: str | os.PathLike) -> Path:
         if candidate.exists():
             return candidate
     if name == "ml-100k":
-        from coldbrew.data.ml100k_download import download_ml100k
+        from coldbrew.data.loaders.ml100k_download import download_ml100k
 
         return download_ml100k(cache_dir() / "data" / name)
     looked = ", ".join(str(c) for c in [path, *candidates])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from coldbrew.data.forecast_config import SEASON
+from coldbrew.data.forecast.config import SEASON
 from coldbrew.errors import DataError
 
 METRICS = ("mae", "rmse", "mase", "smape")

@@ -4,7 +4,7 @@ A row per run directory (a single run, or a multi-seed run shown as mean ± std 
 seeds): model, data, seeds, the settings that differ between the runs, the best epoch's metrics,
 the best epoch, seconds of training and validation to the end of the best epoch, samples/s.
 The metrics shown by default are the monitored one and NDCG at the same cut-off, on ``report``
-(the validation items no choice read, ``coldbrew.data.selection``; ``val`` for a run without
+(the validation items no choice read, ``coldbrew.data.splits.selection``; ``val`` for a run without
 it, its column marked as also the items that chose) and (where the runs have it) on test;
 ``metrics`` names others as ``split/section/metric``.
 A run whose cold scores were all equal shows "no cold signal" in its cold columns.

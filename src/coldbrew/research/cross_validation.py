@@ -1,7 +1,7 @@
 """``coldbrew leaderboard --folds K``: each model cross-validated over cold-item folds, then
 trained once more on every training item; validation, read by no choice, reports.
 
-For each model, fold ``k`` of K (``coldbrew.data.folds``) is a multi-seed run in
+For each model, fold ``k`` of K (``coldbrew.data.splits.folds``) is a multi-seed run in
 ``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them.
 The number of epochs is then chosen from the mean fold curve: the monitored metric of every fold
 run of the model (every fold and seed), epoch by epoch, averaged over the epochs that every one

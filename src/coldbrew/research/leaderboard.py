@@ -16,7 +16,7 @@ finished is not trained again (its settings must be the ones given now), and an 
 already written is read back. Writes ``leaderboard.json``, ``leaderboard.md`` and, with
 matplotlib, ``leaderboard.png`` (report cold Recall@20 per model and convention, with the
 seeds' standard deviation as error bars). The table reports ``report`` (the validation items no
-choice read, ``coldbrew.data.selection``) and ``test``; never the items that chose. The rows and
+choice read, ``coldbrew.data.splits.selection``) and ``test``; never the items that chose. The rows and
 their table are ``coldbrew.research.board``'s.
 """
 

@@ -39,7 +39,7 @@ def run_summary(results: Mapping[str, Any]) -> dict[str, Any]:
 
 def reported_split(metrics: Mapping[str, Any] | None) -> tuple[str, str]:
     """``(split, label)`` a table reports from a run's ``metrics``: ``"report"`` (the validation
-    items no choice read, ``coldbrew.data.selection``) where the run has it, else ``"val"``,
+    items no choice read, ``coldbrew.data.splits.selection``) where the run has it, else ``"val"``,
     labelled as also used to choose (a run with ``report_share`` 0)."""
     if "report" in (metrics or {}):
         return "report", "report"

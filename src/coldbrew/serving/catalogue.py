@@ -68,7 +68,7 @@ class Catalogue:
     def __post_init__(self) -> None:
         self.users = torch.from_numpy(np.ascontiguousarray(self.vectors.users, np.float32))
         self.items = torch.from_numpy(np.ascontiguousarray(self.vectors.items, np.float32))
-        # the data's own ids: int, or str where they are text (coldbrew.data.tables)
+        # the data's own ids: int, or str where they are text (coldbrew.data.tables.frames)
         self.user_row = {u: row for row, u in enumerate(self.vectors.user_ids.tolist())}
         self.text_user_ids = has_text_ids(self.vectors.user_ids)
         self.item_ids = self.vectors.item_ids.tolist()

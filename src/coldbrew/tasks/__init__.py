@@ -29,7 +29,7 @@ def load_data(name: str, config: Any, *, select: bool = True) -> Any:
         )
         return select_and_report(dataset, config) if select else dataset
     if name == "forecasting":
-        from coldbrew.data.series import load_series
+        from coldbrew.data.forecast.series import load_series
 
         if config.layout:
             from coldbrew.errors import ColdbrewError
@@ -45,19 +45,19 @@ def load_data(name: str, config: Any, *, select: bool = True) -> Any:
 def select_and_report(data: Any, config: Any) -> Any:
     """A recommendation ``Dataset`` with what chooses apart from what reports, as ``config``
     says: with ``folds``, the training items of fold ``fold`` held out to choose on and all of
-    val reporting (``coldbrew.data.folds``), else val cut into select/report halves
-    (``coldbrew.data.selection``). Once: a dataset cut the same way already is returned as it
+    val reporting (``coldbrew.data.splits.folds``), else val cut into select/report halves
+    (``coldbrew.data.splits.selection``). Once: a dataset cut the same way already is returned as it
     is. Any other data unchanged."""
     from coldbrew.data.dataset import Dataset
 
     if not isinstance(data, Dataset):
         return data
-    from coldbrew.data.cold_split import apply_cold_split
-    from coldbrew.data.selection import carve_report
+    from coldbrew.data.splits.cold_split import apply_cold_split
+    from coldbrew.data.splits.selection import carve_report
 
     data = apply_cold_split(data, config.cold_split, config.selection_seed)  # before any cut
     if config.folds:
-        from coldbrew.data.folds import fold_split
+        from coldbrew.data.splits.folds import fold_split
 
         return fold_split(data, config.folds, config.fold, config.fold_seed)
     return carve_report(data, config.report_share, config.selection_seed)

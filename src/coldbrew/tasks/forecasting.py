@@ -1,7 +1,7 @@
 """Forecasting as a ``Task``: windows gathered on the device, metrics in counts, baselines beside.
 
 The task holds the daily counts ``(S, D)`` on its device, their scaled form for the model
-(``coldbrew.data.scaling``), the time split (``coldbrew.data.windows``) and each
+(``coldbrew.data.forecast.scaling``), the time split (``coldbrew.data.forecast.windows``) and each
 series' MASE scale. A training sample is one training window; ``make_batch`` gathers a batch of
 them with one ``unfold`` view and one index, so no loader sits between the data and the step.
 
@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 import torch
 
-from coldbrew.data.forecast_config import ForecastConfig
-from coldbrew.data.scaling import SeriesScaler
-from coldbrew.data.series import DailySeries
-from coldbrew.data.windows import TimeSplit, all_windows, gather_windows, sample_windows
+from coldbrew.data.forecast.config import ForecastConfig
+from coldbrew.data.forecast.scaling import SeriesScaler
+from coldbrew.data.forecast.series import DailySeries
+from coldbrew.data.forecast.windows import TimeSplit, all_windows, gather_windows, sample_windows
 from coldbrew.errors import ColdbrewError
 from coldbrew.evaluation.forecast_metrics import Metrics, forecast_metrics, seasonal_scale
 from coldbrew.models.base import ForecastBatch
@@ -76,8 +76,8 @@ class ForecastingTask(Task):
         cls, data: str | os.PathLike, config: ForecastConfig, *, device: torch.device | str = "cpu"
     ) -> ForecastingTask:
         """Events of dataset ``data`` -> ``config.series`` daily series -> the task."""
-        from coldbrew.data.events import load_events
-        from coldbrew.data.series import build_series
+        from coldbrew.data.forecast.events import load_events
+        from coldbrew.data.forecast.series import build_series
 
         return cls(build_series(load_events(data), config.series), config, device=device)
 

@@ -322,7 +322,7 @@ def final_metrics(trainer: Trainer, run_dir: Path) -> dict:
 
 def headline(metrics: dict, monitor) -> dict | None:
     """The figure a run is reported by: its monitored metric on ``report``, the validation
-    items no choice read (``coldbrew.data.selection``), else on ``val`` marked as also the
+    items no choice read (``coldbrew.data.splits.selection``), else on ``val`` marked as also the
     items that chose (``report_share`` 0, or a task without the cut)."""
     split = "report" if "report" in metrics else "val"
     value = metrics.get(split, {}).get(monitor.section, {}).get(monitor.metric)
@@ -362,7 +362,7 @@ def finish_run(
         "history": state.history,
     }
     if "text" in getattr(dataset, "features", {}) and getattr(dataset, "item_text", None):
-        from coldbrew.data.text_encoder import encoder_identity
+        from coldbrew.data.text.embedder import encoder_identity
 
         # what evaluate --text-encoder compares against, even after the folder has moved
         results["text_encoder_identity"] = encoder_identity(config.text_encoder)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from coldbrew.config import TrainConfig
-from coldbrew.data.sentence_models import absolute_encoder
+from coldbrew.data.text.sentence_models import absolute_encoder
 from coldbrew.errors import ColdbrewError
 
 

@@ -100,7 +100,7 @@ def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: b
     refused: the option would change nothing."""
     import json
 
-    from coldbrew.data.text_encoder import encoder_identity
+    from coldbrew.data.text.embedder import encoder_identity
     from coldbrew.errors import DataError
 
     if not (run_dir / CONFIG).exists():

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from coldbrew.data.forecast_config import SEASON
+from coldbrew.data.forecast.config import SEASON
 from coldbrew.errors import ColdbrewError
 
 SIMPLE_BASELINES = ("naive", "seasonal_naive", "moving_average", "median")

@@ -6,14 +6,14 @@
 * ``large``: hidden 256, 3 layers, as the seed's guide proposed.
 
 ``LSTMOptions`` is the ``lstm`` model's section of a run: the series and windows
-(``coldbrew.data.forecast_config.ForecastConfig``) and the network.
+(``coldbrew.data.forecast.config.ForecastConfig``) and the network.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from coldbrew.data.forecast_config import SERIES_KINDS, ForecastConfig
+from coldbrew.data.forecast.config import SERIES_KINDS, ForecastConfig
 from coldbrew.errors import ColdbrewError
 from coldbrew.options import option
 

@@ -1,7 +1,7 @@
 """The text backbone inside the graph: token ids -> pooled, L2-normalised text vectors.
 
 ``TextBackbone`` wraps a ``transformers`` ``AutoModel`` (loaded by
-``coldbrew.data.text_backbone.load_backbone``, pooled by its ``pool``, so the cached and the
+``coldbrew.data.text.backbones.load_backbone``, pooled by its ``pool``, so the cached and the
 in-graph embeddings are one computation) and decides what of it trains:
 
 * frozen (cache mode, or ``--freeze``): no backbone weight trains; the forward runs without
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from coldbrew.data.text_backbone import LoadedBackbone, pool, resolve_pooling
+from coldbrew.data.text.backbones import LoadedBackbone, pool, resolve_pooling
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.config import LoraSpec
 from coldbrew.models.lm.split import layer_count, lower_states, recipe_for, upper_states

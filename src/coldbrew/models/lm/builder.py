@@ -1,7 +1,7 @@
 """``build(dataset, config)``: texts -> embeddings (cached) -> backbone -> ``LMRecommender``;
 ``checkpoint(model)`` / ``restore(payload, dataset)``: only trainable state, rebuilt backbone.
 
-Text embeddings go through ``coldbrew.data.text_encoder.encode_texts``: computed once in
+Text embeddings go through ``coldbrew.data.text.embedder.encode_texts``: computed once in
 batches (with a progress bar on a terminal) and cached on disk under the backbone's identity
 and the texts' hash, so a second build with the same backbone and texts never loads the model
 in cache mode. Dynamic mode always loads it (it runs in the step); on a cache miss that one
@@ -19,8 +19,8 @@ from collections.abc import Callable
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from coldbrew.data import text_backbone, text_encoder
 from coldbrew.data.dataset import Dataset
+from coldbrew.data.text import backbones, embedder
 from coldbrew.models.content import dense_blocks
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.config import LMConfig
@@ -45,7 +45,7 @@ def build(
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     loaded = None
     if config.lm_mode != "cache":
-        loaded = text_backbone.load_backbone(config.backbone, "cpu", progress=progress)
+        loaded = backbones.load_backbone(config.backbone, "cpu", progress=progress)
     embed = _embedder(config, loaded, device, progress)
     tuned = None
     if config.lm_mode == "tune":
@@ -82,7 +82,7 @@ def build(
         cold_items=cold_items,
         user_features=user_features,
         item_features=item_features,
-        backbone_identity=text_backbone.backbone_identity(config.backbone),
+        backbone_identity=backbones.backbone_identity(config.backbone),
         **text_source,
     )
     if progress:
@@ -92,7 +92,7 @@ def build(
 
 def _tuned_text(
     config: LMConfig,
-    loaded: text_backbone.LoadedBackbone,
+    loaded: backbones.LoadedBackbone,
     item_texts: list[str],
     rows_per_step: int | None,
     progress: bool,
@@ -127,23 +127,23 @@ def feature_blocks(dataset: Dataset) -> dict[str, torch.Tensor]:
 
 def _embedder(
     config: LMConfig,
-    loaded: text_backbone.LoadedBackbone | None,
+    loaded: backbones.LoadedBackbone | None,
     device: torch.device,
     progress: bool,
 ) -> Callable[[list[str]], torch.Tensor]:
     """``texts -> (N, E)`` through the cache; the backbone is loaded at most once, on a miss."""
-    held: list[text_backbone.LoadedBackbone] = []
+    held: list[backbones.LoadedBackbone] = []
 
-    def backbone_on_device() -> text_backbone.LoadedBackbone:
+    def backbone_on_device() -> backbones.LoadedBackbone:
         if not held:
             held.append(
-                loaded or text_backbone.load_backbone(config.backbone, device, progress=progress)
+                loaded or backbones.load_backbone(config.backbone, device, progress=progress)
             )
         held[0].model.to(device)
         return held[0]
 
     def embed(texts: list[str]) -> torch.Tensor:
-        embeddings = text_encoder.encode_texts(
+        embeddings = embedder.encode_texts(
             texts,
             backbone=config.backbone,
             pooling=config.pooling,

@@ -209,7 +209,7 @@ def approximate_parameters(config: dict) -> int:
 def estimate_for_run(options, data, batch_size: int, devices: int = 1) -> MemoryEstimate:
     """The step of a run with LM ``options`` (``LMConfig``) on ``data``, from the backbone's
     ``config.json`` (its weights approximated) and the data's shapes; ``max_length`` tokens."""
-    from coldbrew.data.text_backbone import backbone_config
+    from coldbrew.data.text.backbones import backbone_config
 
     config = backbone_config(options.backbone)
     shape = BackboneShape.from_config(config, parameters=approximate_parameters(config))

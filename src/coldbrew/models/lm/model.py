@@ -235,7 +235,7 @@ class LMRecommender(Recommender):
                 token_ids.to(device), lengths.to(device), self.config.text_batch_size
             )
         else:
-            from coldbrew.data.text_encoder import encode_texts
+            from coldbrew.data.text.embedder import encode_texts
 
             text = encode_texts(
                 list(texts),

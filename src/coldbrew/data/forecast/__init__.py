@@ -1,0 +1,1 @@
+"""The forecaster's data: timestamped events, daily series, scaling and the windows of its split."""

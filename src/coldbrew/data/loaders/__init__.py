@@ -1,0 +1,1 @@
+"""One loader module per dataset format: prepared cold-start splits, MovieLens, RecBole, CLCRec, stored, synthetic."""

@@ -1,0 +1,1 @@
+"""Your data as it comes: named-column tables, their readers, the guessed layout and the ids."""

@@ -1,0 +1,1 @@
+"""Item text as vectors: the encoder choice, the backbones, the cached encode and its runtimes."""
