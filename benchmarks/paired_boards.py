@@ -1,7 +1,7 @@
 """Two fold boards of the same data and folds, compared model by model: B against A.
 
 For every model on both boards and each convention: A's and B's fold mean ± std, B − A paired
-over the (fold, seed) scores with the corrected resampled t-test (``coldbrew.research.paired``),
+over the (fold, seed) scores with the corrected resampled t-test (``coldbrew.research.boards.paired``),
 "B leads", "A leads" or "level", and both report scores. The boards must come from
 ``coldbrew leaderboard --folds K`` on data with the same items in the same order (the folds
 are drawn over item rows), e.g. the text forms of ``benchmarks/text_forms.py``.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from coldbrew.research.paired import corrected_interval
+from coldbrew.research.boards.paired import corrected_interval
 
 
 def rows(board: Path) -> tuple[dict, dict]:

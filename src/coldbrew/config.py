@@ -327,7 +327,7 @@ class Flags(dict):
 
 
 # a preset's section naming a leaderboard's models, blends and seeds
-# (coldbrew.research.leaderboard.board_preset); no run option
+# (coldbrew.research.boards.leaderboard.board_preset); no run option
 BOARD_SECTION = "leaderboard"
 
 

@@ -51,7 +51,7 @@ def test_options_a_model_cannot_use_are_refused_in_one_line(tmp_path, capsys, fl
 
 def test_options_a_model_cannot_use_do_not_split_a_leaderboard(tmp_path):
     from coldbrew.config import config_yaml, make_config
-    from coldbrew.research.leaderboard import check_same_settings
+    from coldbrew.research.boards.leaderboard import check_same_settings
 
     (tmp_path / "config.yaml").write_text(config_yaml(make_config({"model": "knn", "epochs": 2})))
     check_same_settings(tmp_path, make_config({"model": "knn", "epochs": 5, "lr": 0.1}))
@@ -63,7 +63,7 @@ def test_an_lm_run_serves_a_board_of_any_text_encoder(tmp_path):
     """The LM reads texts through its own backbone: a board on mpnet reuses its MiniLM run; a
     model that reads the text block does not."""
     from coldbrew.config import config_yaml, make_config
-    from coldbrew.research.leaderboard import check_same_settings
+    from coldbrew.research.boards.leaderboard import check_same_settings
 
     (tmp_path / "config.yaml").write_text(config_yaml(make_config({"model": "lm"})))
     check_same_settings(tmp_path, make_config({"model": "lm", "text_encoder": "mpnet@128"}))

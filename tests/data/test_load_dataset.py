@@ -141,7 +141,7 @@ def test_the_lm_loads_its_data_without_the_text_block_and_others_with_it(sources
     import torch
 
     from coldbrew.config import make_config
-    from coldbrew.research.search import DataCache
+    from coldbrew.research.search.study import DataCache
     from coldbrew.training.build import load_run_dataset
 
     encoded: list[int] = []

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from coldbrew.models.blend import Blend, blended, standardised
-from coldbrew.research.blend import weight_grid
+from coldbrew.research.boards.blend import weight_grid
 
 
 def zscore_reference(users, items):

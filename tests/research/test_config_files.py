@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coldbrew.config import load_yaml, make_config
-from coldbrew.research.space import load_space
+from coldbrew.research.search.space import load_space
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SPACES = sorted(CONFIGS.glob("search_*.yaml"))
@@ -43,8 +43,8 @@ def test_a_search_space_for_another_model_is_refused():
 
 
 def test_the_champion_preset_names_a_board_that_parses():
-    from coldbrew.research.blend_names import parse_blends
-    from coldbrew.research.leaderboard import board_preset, parse_models
+    from coldbrew.research.boards.blend_names import parse_blends
+    from coldbrew.research.boards.leaderboard import board_preset, parse_models
     from coldbrew.research.seeds import parse_seeds
 
     named = board_preset(load_yaml(CONFIGS / "best.yaml"))

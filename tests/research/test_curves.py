@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from optional import require
-from tiny_run import TINY
-
 from coldbrew.config import make_config
 from coldbrew.research import curves
 from coldbrew.research.curves import plot_curves, plotted_metrics, train_with_curves
+from research_optional import require
+from research_tiny_run import TINY
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

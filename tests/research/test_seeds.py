@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tiny_run import TINY
 
 from coldbrew.cli import main
 from coldbrew.config import make_config
@@ -14,6 +13,7 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.research.seeds import parse_seeds, train_seeds
 from coldbrew.research.summary import aggregate, run_summary
 from coldbrew.training.run import resume_config
+from research_tiny_run import TINY
 
 
 def silent(line: str) -> None:

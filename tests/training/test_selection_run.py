@@ -62,7 +62,7 @@ def test_a_run_chooses_the_same_whatever_the_report_half_holds(datasets, tmp_pat
 def test_blend_weights_are_chosen_without_the_report_half(datasets):
     import torch
 
-    from coldbrew.research.blend import choose_weights
+    from coldbrew.research.boards.blend import choose_weights
 
     generator = torch.Generator().manual_seed(0)
     dataset = datasets[0]

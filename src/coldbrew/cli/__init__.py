@@ -164,7 +164,7 @@ def refuse_unknown(parser: argparse.ArgumentParser, args, unknown: list[str]) ->
     close = difflib.get_close_matches(word.partition("=")[0], valid, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else f" (see {command.prog} --help)"
     if args.command == "leaderboard" and word.startswith("--"):
-        from coldbrew.research.leaderboard import model_option_owners
+        from coldbrew.research.boards.leaderboard import model_option_owners
 
         owners = model_option_owners(word.partition("=")[0][2:])
         if owners:  # a model's option: the leaderboard trains several models

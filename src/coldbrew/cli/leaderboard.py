@@ -112,7 +112,7 @@ def add_blend_parser(commands) -> None:
 
 
 def run_blend(args: argparse.Namespace) -> int:
-    from coldbrew.research.blend import blend
+    from coldbrew.research.boards.blend import blend
 
     runs = [part.strip() for part in args.runs.split(",") if part.strip()]
     weights = None
@@ -141,9 +141,9 @@ def run_blend(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, load_yaml
-    from coldbrew.research.blend_names import parse_blends
-    from coldbrew.research.leaderboard import board_preset, leaderboard, parse_models
-    from coldbrew.research.parallel import parse_jobs
+    from coldbrew.research.boards.blend_names import parse_blends
+    from coldbrew.research.boards.leaderboard import board_preset, leaderboard, parse_models
+    from coldbrew.research.search.parallel import parse_jobs
     from coldbrew.research.seeds import parse_seeds
 
     flags = config_flags(args)
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         from pathlib import Path
 
-        from coldbrew.research.leaderboard import LEADERBOARD_MD
+        from coldbrew.research.boards.leaderboard import LEADERBOARD_MD
 
         print((Path(args.out) / LEADERBOARD_MD).read_text(), end="")
     else:

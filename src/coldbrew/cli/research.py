@@ -185,10 +185,10 @@ def run_search(args: argparse.Namespace) -> int:
     import json
 
     from coldbrew.config import Flags, load_yaml
-    from coldbrew.research.search import search
+    from coldbrew.research.search.report import format_trials_table
+    from coldbrew.research.search.space import load_space
+    from coldbrew.research.search.study import search
     from coldbrew.research.seeds import parse_seeds
-    from coldbrew.research.space import load_space
-    from coldbrew.research.study_report import format_trials_table
 
     flags = config_flags(args)
     seeds = parse_seeds(args.seeds) if args.seeds is not None else None
@@ -231,7 +231,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from coldbrew.research.compare import compare_table, format_table
+    from coldbrew.research.boards.compare import compare_table, format_table
 
     header, rows = compare_table(args.runs, args.metric)
     print(format_table(header, rows, markdown=args.markdown))

@@ -1,0 +1,309 @@
+"""``coldbrew leaderboard --folds K``: each model cross-validated over cold-item folds, then
+trained once more on every training item; validation, read by no choice, reports.
+
+For each model, fold ``k`` of K (``coldbrew.data.splits.folds``) is a multi-seed run in
+``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them.
+The number of epochs is then chosen from the mean fold curve: the monitored metric of every fold
+run of the model (every fold and seed), epoch by epoch, averaged over the epochs that every one
+of them reached; its first maximum is the count (a model with nothing to train has one). The
+final run, ``OUT/MODEL`` (a multi-seed run as a leaderboard without folds makes), trains on
+every training item for that many epochs and keeps the last: it chooses nothing, and is scored
+on the data's whole validation split (``report``) and its test split.
+
+A blend's weights are chosen on the folds: the grid point with the best mean, over every fold
+and seed, of the blend's fold score (``coldbrew.research.boards.blend.choose_weights``). The fold runs
+blended with those weights are the blend's fold runs (``OUT/folds/BLEND/fold-k``), and the final
+runs blended with them its final runs (``OUT/BLEND``), so a blend of blends works as without
+folds. Everything is resumable: a finished run is read back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from coldbrew.config import make_config
+from coldbrew.errors import ColdbrewError
+from coldbrew.research.boards.blend_names import Member, blend_name, member_name
+
+FOLDS_DIR = "folds"
+
+
+def fold_dir(out: Path, name: str, fold: int) -> Path:
+    """The multi-seed run of ``name`` (a model or a blend) holding out fold ``fold``."""
+    return out / FOLDS_DIR / name / f"fold-{fold}"
+
+
+def fold_unit(base_layers: Sequence[dict], model: str, seeds, out: Path, fold: int) -> tuple:
+    """``coldbrew.research.boards.model_runs.train_model``'s unit of one model's fold."""
+    layers = (*base_layers, {"fold": fold})
+    return (layers, model, list(seeds), fold_dir(out, model, fold))
+
+
+def final_unit(base_layers: Sequence[dict], model: str, seeds, out: Path, epochs: int) -> tuple:
+    """The unit of one model's final run: every training item, ``epochs`` epochs."""
+    return ((*base_layers, {"fold": None, "epochs": epochs}), model, list(seeds), out / model)
+
+
+def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> list[list[dict]]:
+    """Every fold run's epoch history (``results.json``'s ``history``), fold by fold, seed by
+    seed."""
+    from coldbrew.research.seeds import seed_dir
+
+    histories = []
+    for fold in range(folds):
+        for seed in seeds:
+            path = seed_dir(fold_dir(out, name, fold), seed) / "results.json"
+            histories.append(json.loads(path.read_text())["history"])
+    return histories
+
+
+def mean_curve(histories: Sequence[Sequence[dict]], monitor: str) -> list[float]:
+    """The monitored metric (``"cold/recall@20"``), epoch by epoch, averaged over the runs, up
+    to the last epoch every run reached."""
+    section, metric = monitor.split("/")
+    length = min(len(history) for history in histories)
+    if length == 0:
+        raise ColdbrewError("a fold run has no evaluated epoch: nothing to choose epochs from")
+    curves = [[entry["val"][section][metric] for entry in h[:length]] for h in histories]
+    return [sum(values) / len(values) for values in zip(*curves, strict=True)]
+
+
+def chosen_epochs(curve: Sequence[float]) -> int:
+    """The epoch (1-based) of the mean curve's first maximum."""
+    return max(range(len(curve)), key=lambda index: (curve[index], -index)) + 1
+
+
+def cross_validate_models(
+    base_layers: Sequence[dict],
+    models: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+    folds: int,
+    *,
+    jobs: int | str,
+    cache: Any,
+    log: Callable[[str], None],
+) -> dict[str, dict]:
+    """``{model: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
+    every model first (``jobs`` at once), then each model's final run."""
+    from coldbrew.research.boards.model_runs import train_model
+    from coldbrew.research.search.parallel import train_side_by_side
+    from coldbrew.research.seeds import all_finished
+
+    units = {
+        f"{model}/fold-{fold}": fold_unit(base_layers, model, seeds, out, fold)
+        for model in models
+        for fold in range(folds)
+    }
+    todo = {name: unit for name, unit in units.items() if not all_finished(unit[3], seeds)}
+    done = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
+    for name, unit in units.items():
+        if name not in done:
+            train_model(unit, cache, log)
+    finals, results = {}, {}
+    for model in models:
+        monitor = read_monitor(fold_dir(out, model, 0) / "results.json")
+        curve = mean_curve(fold_histories(out, model, folds, seeds), monitor)
+        epochs = chosen_epochs(curve)
+        log(f"{model}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
+        results[model] = {"epochs": epochs, "curve": curve, "monitor": monitor}
+        finals[model] = final_unit(base_layers, model, seeds, out, epochs)
+    todo = {name: unit for name, unit in finals.items() if not all_finished(unit[3], seeds)}
+    trained = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
+    for model, unit in finals.items():
+        results[model]["final"] = trained.get(model) or train_model(unit, cache, log)
+    return results
+
+
+def read_monitor(results_path: Path) -> str:
+    """The monitored metric (``"cold/recall@20"``) a multi-seed run early-stopped on."""
+    return json.loads(results_path.read_text())["early_stop"]["monitor"]
+
+
+def blend_on_folds(
+    blends: Sequence[Sequence[Member]],
+    seeds: Sequence[int],
+    out: Path,
+    folds: int,
+    *,
+    objective: str,
+    cache: Any,
+    log: Callable[[str], None],
+) -> dict[str, dict]:
+    """``{blend name: {"weights", "final": {"seeds", "per_seed", "parts"}}}``: each blend's
+    weights chosen on every fold and seed at once, then its fold runs and final runs written
+    with them (read back when there)."""
+    from coldbrew.research.boards.blend import blend, check_objective
+    from coldbrew.research.seeds import seed_dir
+
+    check_objective(objective)
+    results = {}
+    for members in blends:
+        name = blend_name(members)
+        parts = [member_name(member) for member in members]
+        fold_runs = {
+            (fold, seed): [seed_dir(fold_dir(out, part, fold), seed) for part in parts]
+            for fold in range(folds)
+            for seed in seeds
+        }
+        weights = fold_weights(name, out, fold_runs, objective, cache, log)
+        options = {"weights": weights, "resume": True, "chosen_by": objective}
+        options |= {"overrides": {"quiet": True}, "log": log, "load_data": cache}
+        for (fold, seed), runs in fold_runs.items():
+            target = seed_dir(fold_dir(out, name, fold), seed)
+            if not (target / "results.json").exists():
+                blend(runs, target, **options)
+        per_seed = {}
+        for seed in seeds:
+            target = seed_dir(out / name, seed)
+            if (target / "results.json").exists():
+                per_seed[seed] = json.loads((target / "results.json").read_text())
+            else:
+                per_seed[seed] = blend([seed_dir(out / p, seed) for p in parts], target, **options)
+        final = {"seeds": list(seeds), "per_seed": per_seed, "parts": parts}
+        results[name] = {"weights": weights, "final": final}
+    return results
+
+
+def fold_weights(
+    name: str, out: Path, fold_runs: dict, objective: str, cache: Any, log: Callable[[str], None]
+) -> list[float]:
+    """The blend's weights: read back from a fold run written before (refused if another
+    objective chose them), else chosen on the folds."""
+    from coldbrew.research.boards.blend import choose_weights
+    from coldbrew.research.seeds import seed_dir
+    from coldbrew.training.blend import run_vectors
+    from coldbrew.training.run import CONFIG
+
+    fold, seed = next(iter(fold_runs))
+    written = seed_dir(fold_dir(out, name, fold), seed)
+    if (written / CONFIG).exists():
+        options = load_saved_config_of(written)["blend"]
+        if options.get("chosen_by") != objective:
+            raise ColdbrewError(
+                f"{written}: its weights were chosen by the {options.get('chosen_by')} "
+                f"objective, not {objective}; give another --out, or that --blend-objective"
+            )
+        return list(options["weights"])
+    sets = []
+    for (_, seed), runs in fold_runs.items():
+        config = make_config(load_saved_config_of(runs[0]), {"quiet": True, "device": "cpu"})
+        dataset = cache(config)
+        components = [run_vectors(run, dataset, seed, load_data=cache) for run in runs]
+        sets.append((dataset, components))
+    convention = config.cold_candidates  # the blend's convention: its first run's
+    log(f"{name}: weights chosen on {len(sets)} folds x seeds ({objective} objective)")
+    weights, _ = choose_weights(sets, convention, objective=objective, log=log)
+    return weights
+
+
+def load_saved_config_of(run_dir: Path) -> dict:
+    from coldbrew.config import load_saved_config
+    from coldbrew.training.run import CONFIG
+
+    return load_saved_config(run_dir / CONFIG)
+
+
+def fold_row(
+    row: dict,
+    out: Path,
+    folds: int,
+    conventions: Sequence[str],
+    *,
+    parts: dict[str, list[str]],
+    epochs: int | None,
+    cache: Any,
+) -> dict:
+    """``row`` (``coldbrew.research.boards.board.model_row`` of the final runs) with its folds: every
+    fold run's best checkpoint scored on its fold under each convention, ``"folds"`` as mean ±
+    std over folds × seeds per metric of the cold group, ``"fold_values"`` each fold and
+    seed's Recall@20 (what the paired test pairs), ``"fold_seconds"`` per seed (the blended
+    runs' with a blend's), and the final runs' ``"epochs"``."""
+    from coldbrew.research.boards.board import METRICS, convention_metrics
+    from coldbrew.research.seeds import seed_dir
+    from coldbrew.research.summary import mean_std
+
+    name, seeds = row["model"], row["seeds"]
+    runs = {(f, s): seed_dir(fold_dir(out, name, f), s) for f in range(folds) for s in seeds}
+    summary, values = {}, {}
+    for convention in conventions:
+        cold = {
+            key: convention_metrics(run, convention, cache)["val"]["cold"]
+            for key, run in runs.items()
+        }
+        summary[convention] = {
+            metric: mean_std([each.get(metric) for each in cold.values()]) for metric in METRICS
+        }
+        values[convention] = [[f, s, each.get("recall@20")] for (f, s), each in cold.items()]
+    seconds = [fold_seconds(name, out, folds, seed, parts) for seed in seeds]
+    return row | {
+        "folds": summary,
+        "fold_values": values,
+        "fold_seconds": mean_std(seconds),
+        "epochs": epochs,
+    }
+
+
+def fold_seconds(name: str, out: Path, folds: int, seed: int, parts: dict) -> float:
+    """One seed's seconds over every fold of ``name``, its blended runs' included."""
+    from coldbrew.research.boards.board import run_seconds
+    from coldbrew.research.seeds import seed_dir
+
+    own = sum(
+        run_seconds(
+            json.loads((seed_dir(fold_dir(out, name, f), seed) / "results.json").read_text())
+        )
+        for f in range(folds)
+    )
+    return own + sum(fold_seconds(part, out, folds, seed, parts) for part in parts.get(name, ()))
+
+
+def lead_scores(rows: Sequence[dict], convention: str) -> dict[str, dict[tuple, float]]:
+    """Each row's ``{(fold, seed): Recall@20}`` under ``convention``, for the paired test."""
+    return {
+        row["model"]: {
+            (fold, seed): value
+            for fold, seed, value in row["fold_values"].get(convention, [])
+            if value is not None
+        }
+        for row in rows
+    }
+
+
+def cross_validated_board(
+    base_layers: Sequence[dict],
+    models: Sequence[str],
+    blends: Sequence[Sequence[Member]],
+    seeds: Sequence[int],
+    out: Path,
+    folds: int,
+    conventions: Sequence[str],
+    *,
+    objective: str,
+    jobs: int | str,
+    cache: Any,
+    log: Callable[[str], None],
+) -> dict:
+    """A leaderboard's ``{"rows", "leads"}`` on ``folds`` folds: every model cross-validated and
+    trained once more (``cross_validate_models``), every blend's weights chosen on the folds
+    (``blend_on_folds``); each row's fold scores and its final runs' report, and per convention
+    the best row by fold Recall@20 against every other (``coldbrew.research.boards.paired``)."""
+    from coldbrew.research.boards.board import model_row
+    from coldbrew.research.boards.paired import paired_leads
+
+    trained = cross_validate_models(
+        base_layers, models, seeds, out, folds, jobs=jobs, cache=cache, log=log
+    )
+    blended = blend_on_folds(blends, seeds, out, folds, objective=objective, cache=cache, log=log)
+    finals = {name: entry["final"] for name, entry in (trained | blended).items()}
+    parts = {name: entry["final"]["parts"] for name, entry in blended.items()}
+    rows = []
+    for name in finals:
+        row = model_row(name, finals, out, conventions, cache)
+        epochs = trained.get(name, {}).get("epochs")
+        rows.append(fold_row(row, out, folds, conventions, parts=parts, epochs=epochs, cache=cache))
+    leads = {c: paired_leads(lead_scores(rows, c), folds) for c in conventions}
+    return {"rows": rows, "leads": leads}

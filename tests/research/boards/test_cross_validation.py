@@ -1,0 +1,157 @@
+"""``coldbrew leaderboard --folds K``: folds choose, the final runs report, nothing chooses on
+the report; the epochs are the mean fold curve's best; blends' weights come from the folds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coldbrew.config import load_saved_config
+from coldbrew.research.boards.blend_names import parse_blends
+from coldbrew.research.boards.board_text import WIDTH
+from coldbrew.research.boards.cross_validation import chosen_epochs, fold_histories, mean_curve
+from coldbrew.research.boards.leaderboard import leaderboard
+from research_tiny_run import TINY
+
+FOLDS = 3
+TINY_RUN = {key: value for key, value in TINY.items() if key != "num_neg"}  # clcrec's own
+LAYERS = ({**TINY_RUN, "epochs": 3, "folds": FOLDS, "clcrec": {"num_neg": 4}},)
+MODELS = ["clcrec", "ridge"]
+
+
+def history(*values: float) -> list[dict]:
+    return [{"epoch": e + 1, "val": {"cold": {"recall@20": v}}} for e, v in enumerate(values)]
+
+
+def test_the_mean_curve_and_its_first_best_by_hand():
+    # runs stopped at 4, 3 and 5 epochs: the mean covers the first 3, where all three are
+    # epoch 1: (0.1 + 0.2 + 0.3) / 3 = 0.2; epoch 2: (0.3 + 0.2 + 0.4) / 3 = 0.3;
+    # epoch 3: (0.2 + 0.3 + 0.3) / 3 = 0.2667 (epoch 4's 0.9 is one run's alone): epoch 2
+    histories = [
+        history(0.1, 0.3, 0.2, 0.9),
+        history(0.2, 0.2, 0.3),
+        history(0.3, 0.4, 0.3, 0, 0),
+    ]
+    curve = mean_curve(histories, "cold/recall@20")
+    assert curve == pytest.approx([0.2, 0.3, 0.8 / 3])
+    assert chosen_epochs([0.1, 0.3, 0.3]) == 2  # the first of equal maxima
+    assert chosen_epochs(curve) == 2
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    out = tmp_path_factory.mktemp("folds") / "board"
+    blends = parse_blends("clcrec+ridge", MODELS)
+    result = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
+    return out, result
+
+
+def test_the_final_run_trains_the_mean_fold_curves_epochs_and_chooses_nothing(board):
+    out, result = board
+    curve = mean_curve(fold_histories(out, "clcrec", FOLDS, [1]), "cold/recall@20")
+    final = json.loads((out / "clcrec" / "seed-1" / "results.json").read_text())
+    assert final["config"]["epochs"] == chosen_epochs(curve)
+    assert final["epochs_run"] == final["best_epoch"] == chosen_epochs(curve)  # the last kept
+    assert all(entry["val"] == {} for entry in final["history"])  # no epoch was evaluated
+    assert set(final["metrics"]) == {"report", "test"}
+    row = next(row for row in result["rows"] if row["model"] == "clcrec")
+    assert row["epochs"] == chosen_epochs(curve)
+
+
+def test_no_fold_run_reads_the_report_and_every_fold_is_scored(board):
+    out, result = board
+    for name in ("clcrec", "ridge", "blend-clcrec+ridge"):
+        for fold in range(FOLDS):
+            run = out / "folds" / name / f"fold-{fold}" / "seed-1"
+            results = json.loads((run / "results.json").read_text())
+            assert set(results["metrics"]) == {"val"}
+            assert results["dataset"]["cross_validation"]["fold"] == fold
+        row = next(row for row in result["rows"] if row["model"] == name)
+        for convention in ("all", "split"):
+            assert row["folds"][convention]["recall@20"]["n"] == FOLDS
+            assert len(row["fold_values"][convention]) == FOLDS
+
+
+def test_a_blends_weights_are_chosen_once_on_the_folds_and_used_everywhere(board):
+    out, _ = board
+    weights = [
+        load_saved_config(
+            out / "folds" / "blend-clcrec+ridge" / f"fold-{f}" / "seed-1" / "config.yaml"
+        )["blend"]["weights"]
+        for f in range(FOLDS)
+    ]
+    final = load_saved_config(out / "blend-clcrec+ridge" / "seed-1" / "config.yaml")["blend"]
+    assert all(each == final["weights"] for each in weights)
+
+
+def test_the_table_is_one_screen_wide_marks_the_best_and_prints_the_leads(board):
+    _, result = board
+    lines = result["table"].splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert any("*" in line for line in lines)
+    for convention in ("all", "split"):
+        assert result["leads"][convention]["best"] in {row["model"] for row in result["rows"]}
+        assert any(line.startswith(f"{convention}: ") for line in lines)
+
+
+def test_a_second_call_reads_everything_back(board, monkeypatch):
+    out, result = board
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished fold was trained again")
+
+    monkeypatch.setattr("coldbrew.research.curves.train_with_curves", no_training)
+    blends = parse_blends("clcrec+ridge", MODELS)
+    again = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
+    assert [row["folds"] for row in again["rows"]] == [row["folds"] for row in result["rows"]]
+
+
+def test_an_earlier_models_folds_are_checked_not_its_final_epochs(board, tmp_path):
+    """A second call naming fewer models still reads the earlier ones back (their final run
+    trained the folds' epochs, not the flag's); another setting is still refused."""
+    from coldbrew.errors import ColdbrewError
+
+    out, result = board
+    again = leaderboard(LAYERS, ["ridge"], [1], out, plot=False, log=lambda _: None)
+    assert {row["model"] for row in again["rows"]} == {row["model"] for row in result["rows"]}
+    other = ({**LAYERS[0], "lr": 0.02},)
+    with pytest.raises(ColdbrewError, match="other settings"):
+        leaderboard(other, ["ridge"], [1], out, plot=False, log=lambda _: None)
+
+
+def test_the_final_runs_epoch_lines_say_nothing_chooses(board):
+    out, _ = board
+    log = (out / "clcrec" / "seed-1" / "train.log").read_text()
+    assert "no validation: the last epoch is kept" in log
+
+
+def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
+    """A user's own interactions and items, no validation or test: folds choose, the final runs
+    train on everything, and the table has nothing to report beyond the folds."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "shop"
+    data.mkdir()
+    users, items = 60, 40
+    pairs = {(u, i) for u in range(users) for i in rng.choice(items, 8, replace=False)}
+    lines = ["customer,sku"] + [f"c{u},sku-{i}" for u, i in sorted(pairs)]
+    (data / "events.csv").write_text("\n".join(lines) + "\n")
+    tags = ["a", "b", "c", "a|b"]
+    rows = ["sku,tags"] + [f"sku-{i},{tags[i % 4]}" for i in range(items)]
+    (data / "products.csv").write_text("\n".join(rows) + "\n")
+    (data / "coldbrew.yaml").write_text(
+        "interactions: events.csv\nuser: customer\nitem: sku\nitems: products.csv\n"
+        "categories: [tags]\n"
+    )
+    layers = ({"data": str(data), "folds": 2, "quiet": True, "ks": [5, 20]},)
+    lines = []
+    result = leaderboard(layers, ["ridge"], [1], tmp_path / "board", log=lines.append)
+    row = result["rows"][0]
+    assert row["folds"]["all"]["recall@20"]["n"] == 2
+    assert row["metrics"] == {}  # nothing was held out of the final runs: no report
+    assert "no report scores to plot" in " ".join(lines)  # nor a bar chart of nothing
+    assert not (tmp_path / "board" / "leaderboard.png").exists()
+    final = json.loads((tmp_path / "board" / "ridge" / "seed-1" / "results.json").read_text())
+    assert final["dataset"]["train_interactions"] == len(pairs)
