@@ -46,7 +46,7 @@ from shared_data import dataset_path  # noqa: E402
 import coldbrew  # noqa: E402
 from coldbrew.evaluation import evaluate_dataset  # noqa: E402
 from coldbrew.evaluation.metrics import METRICS  # noqa: E402
-from coldbrew.models.clcrec import CLCRec  # noqa: E402
+from coldbrew.models.clcrec.model import CLCRec  # noqa: E402
 from coldbrew.perf.bench import random_features  # noqa: E402
 
 DATASET = "clcrec-movielens"

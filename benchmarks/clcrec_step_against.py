@@ -2,7 +2,7 @@
 one process, calls in turn on the same sample rows (so the machine's load hits both alike).
 
 The older step is this tree's trainer with that commit's ``models/gather_dot.py`` and
-``models/clcrec.py`` (read with ``git show``) and torch's unfused Adam, as main had before the
+``models/clcrec/model.py`` (read with ``git show``) and torch's unfused Adam, as main had before the
 CPU step was reworked (BENCHMARKS.md, "CLCRec's step on the CPU"). Both trainers start from
 the same seed; the losses of their first steps (the same rows, the same RNG state) are printed
 first, then the median milliseconds per step and the ratio.
@@ -53,7 +53,7 @@ def older_step(trainer, commit: str, folder: Path) -> None:
     module_from_commit(commit, "src/coldbrew/models/gather_dot.py", "old_gather_dot", folder)
     old = module_from_commit(
         commit,
-        "src/coldbrew/models/clcrec.py",
+        "src/coldbrew/models/clcrec/model.py",
         "old_clcrec",
         folder,
         replace=[("from coldbrew.models.gather_dot import", "from old_gather_dot import")],

@@ -1,4 +1,4 @@
-"""Estimated GPU memory and step time (``coldbrew.training.memory_estimate``), no GPU needed.
+"""Estimated GPU memory and step time (``coldbrew.training.memory.estimate``), no GPU needed.
 
     python benchmarks/gpu_estimates.py
 
@@ -19,7 +19,7 @@ import json
 from shared_data import load_shaped
 
 from coldbrew.config import make_config
-from coldbrew.training.memory_estimate import estimate_memory, roofline, trace_step
+from coldbrew.training.memory.estimate import estimate_memory, roofline, trace_step
 
 SHAPES = [
     ("clcrec-movielens (2048/128/100 features)", "clcrec-movielens", [2048, 128, 100], 128, [256, 4096, 16384]),

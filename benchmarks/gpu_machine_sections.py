@@ -72,7 +72,7 @@ def synthetic_memory(plan: dict, given: dict, record: Record) -> None:
     from coldbrew.data import load_dataset
     from coldbrew.system.memory import peak_rss_bytes, reset_peak_rss, rss_bytes
     from coldbrew.system.timing import peak_memory_bytes, synchronize
-    from coldbrew.training.memory_estimate import estimate_memory
+    from coldbrew.training.memory.estimate import estimate_memory
     from coldbrew.training.run import build_trainer
 
     started = time.perf_counter()

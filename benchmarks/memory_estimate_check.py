@@ -2,7 +2,7 @@
 
     python benchmarks/memory_estimate_check.py
 
-For each configuration: the estimate (a fake-tensor trace, ``coldbrew.training.memory_estimate``)
+For each configuration: the estimate (a fake-tensor trace, ``coldbrew.training.memory.estimate``)
 of the training step's peak plus the task's tables, and the measured growth of this process's
 peak resident memory over its level after loading the data, across the model's construction
 and five real steps on the same GPU path (fixed shapes, rank sampler) in a fresh process each.
@@ -50,7 +50,7 @@ def measure(settings: dict) -> dict:
 
 
 def estimate(settings: dict) -> dict:
-    from coldbrew.training.memory_estimate import estimate_memory
+    from coldbrew.training.memory.estimate import estimate_memory
 
     dataset, config = load_shaped({**settings, "device": "cpu"})
     report = estimate_memory(config, dataset)

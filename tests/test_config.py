@@ -14,7 +14,7 @@ from coldbrew.config import (
     make_config,
 )
 from coldbrew.errors import ColdbrewError
-from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.clcrec.config import CLCRecConfig
 
 
 def test_defaults_come_from_the_dataclasses():

@@ -13,7 +13,7 @@ from typing import Any
 
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.blend_config import BlendOptions
-from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.clcrec.config import CLCRecConfig
 from coldbrew.models.forecast.lstm_config import LSTMOptions
 from coldbrew.models.lm.config import LMConfig
 from coldbrew.models.zoo.aldi_config import ALDIOptions
@@ -73,6 +73,19 @@ class ModelSpec:
         return provider(dataset, config.model_options, config.seed, progress=progress)
 
 
+def build_model(
+    name: str, dataset: Any, config: Any, teacher: Any = None, *, fixed_shapes: bool = False
+) -> Any:
+    """The registered model ``name`` built for ``dataset`` with ``config``; its initial weights
+    come from the global torch RNG, like any ``nn.Module``'s. ``teacher``: a collaborative
+    backbone's embeddings for the models that learn from one (None: rebuilt from a checkpoint).
+    ``fixed_shapes``: the model takes the step a GPU takes on any device (``Recommender``)."""
+    model = model_spec(name).build(dataset, config, teacher)
+    if fixed_shapes:
+        model.fixed_shapes = True
+    return model
+
+
 def _load(name: str) -> Any:
     module, _, function = name.partition(":")
     return getattr(importlib.import_module(module), function)
@@ -85,7 +98,7 @@ MODELS: dict[str, ModelSpec] = {
     "clcrec": ModelSpec(
         "clcrec",
         CLCRecConfig,
-        "coldbrew.models.clcrec:build",
+        "coldbrew.models.clcrec.model:build",
         "recommendation",
         "CLCRec (Wei et al. 2021): contrastive ID <-> content learning",
         evaluation_overrides={"neighbor_loss": False},

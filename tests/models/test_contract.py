@@ -275,7 +275,7 @@ def test_models_without_content_score_cold_items_zero_after_training(name, data)
 
 @pytest.mark.parametrize("name", [*sorted(TRAINED), "clcrec+neighbor"])
 def test_the_step_traces_on_fake_tensors_for_coldbrew_memory(name, data):
-    from coldbrew.training.memory_estimate import trace_step
+    from coldbrew.training.memory.estimate import trace_step
 
     config = settings(name.split("+")[0])
     config.model_options.neighbor_loss = name.endswith("+neighbor")  # lists built for real
@@ -287,7 +287,7 @@ def test_the_step_traces_on_fake_tensors_for_coldbrew_memory(name, data):
 
 def test_a_step_that_cannot_be_traced_says_why():
     from coldbrew.errors import ColdbrewError
-    from coldbrew.training.memory_estimate import trace_step
+    from coldbrew.training.memory.estimate import trace_step
 
     config = make_config({**RUN, "model": "lm", **SMALL["lm"], "lm_mode": "dynamic"})
     with pytest.raises(ColdbrewError, match="dynamic mode loads pretrained backbone weights"):

@@ -190,7 +190,7 @@ def test_kept_tables_are_bounded_by_bytes(gpt2, monkeypatch):
 
 
 def test_coldbrew_memory_estimates_tune_mode_from_shapes(gpt2, monkeypatch):
-    from coldbrew.training.memory_estimate import estimate_memory
+    from coldbrew.training.memory.estimate import estimate_memory
 
     config = make_config(
         {"model": "lm", "backbone": gpt2, "lm_mode": "tune", "max_length": 16},

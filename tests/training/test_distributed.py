@@ -18,7 +18,7 @@ from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.models.base import Batch
 from coldbrew.training.distributed import Distributed
-from coldbrew.training.memory_safety import OutOfMemory
+from coldbrew.training.memory.safety import OutOfMemory
 from coldbrew.training.run import build_trainer, train
 from coldbrew.training.run_evaluation import evaluate_run
 
@@ -199,7 +199,7 @@ def test_out_of_memory_at_one_sample_is_a_clear_error_and_last_pt_survives(tmp_p
 
 def test_the_injection_variable_is_checked(monkeypatch):
     from coldbrew.errors import ColdbrewError
-    from coldbrew.training.memory_safety import injected_steps
+    from coldbrew.training.memory.safety import injected_steps
 
     monkeypatch.setenv("COLDBREW_INJECT_OOM", "3, 10")
     assert injected_steps() == {3, 10}

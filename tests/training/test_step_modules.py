@@ -36,5 +36,5 @@ def test_one_clcrec_step_reads_through_at_most_twelve_modules():
     index = torch.arange(256)
     trainer.train_step(index)  # the first step builds the sampler and the optimizer state
     modules = modules_of_one_step(trainer, index)
-    assert {"coldbrew.training.trainer", "coldbrew.models.clcrec"} <= modules
+    assert {"coldbrew.training.trainer", "coldbrew.models.clcrec.model"} <= modules
     assert len(modules) <= 12, sorted(modules)

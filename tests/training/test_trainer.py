@@ -67,7 +67,7 @@ def test_resume_after_a_kill_gives_the_same_final_metrics(dataset, tmp_path, one
 def test_non_finite_loss_stops_with_epoch_and_step_and_keeps_results(
     dataset, tmp_path, monkeypatch
 ):
-    from coldbrew.models.clcrec import CLCRec
+    from coldbrew.models.clcrec.model import CLCRec
 
     original = CLCRec.forward
     calls = {"n": 0}

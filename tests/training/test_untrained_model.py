@@ -10,7 +10,7 @@ import torch
 from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.models.base import Recommender
-from coldbrew.models.clcrec_config import CLCRecConfig
+from coldbrew.models.clcrec.config import CLCRecConfig
 from coldbrew.registry import MODELS, ModelSpec
 from coldbrew.training.hooks import RunHook
 from coldbrew.training.run import train

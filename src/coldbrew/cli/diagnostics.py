@@ -109,7 +109,8 @@ def add_memory_parser(add) -> None:
 def memory_report(args: argparse.Namespace, started: float) -> dict:
     from coldbrew.config import make_config
     from coldbrew.system.runtime import resolve_device
-    from coldbrew.training.memory_estimate import GPUS, device_capacity, estimate_memory, parse_size
+    from coldbrew.training.memory.devices import GPUS, device_capacity, parse_size
+    from coldbrew.training.memory.estimate import estimate_memory
     from coldbrew.training.run import load_run_dataset
 
     if args.world_size < 1:

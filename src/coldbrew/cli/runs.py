@@ -333,7 +333,7 @@ def timing_summary(results: dict, config) -> str:
 def check_environment_variables() -> None:
     """The fault-injection and allocator variables, refused before the run directory exists."""
     from coldbrew.system.runtime import keeps_freed_memory
-    from coldbrew.training.memory_safety import injected_steps
+    from coldbrew.training.memory.safety import injected_steps
 
     injected_steps()
     keeps_freed_memory()

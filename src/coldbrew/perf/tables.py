@@ -218,7 +218,7 @@ def memory_table(report: dict) -> str:
 
 
 def fit_memory_table(report: dict) -> str:
-    """``coldbrew memory`` for a model with nothing to train (``coldbrew.training.fit_memory``)."""
+    """``coldbrew memory`` for a model with nothing to train (``coldbrew.training.memory.fit``)."""
     lines = [
         f"memory of {report['model']} on {report['data']}, per device: {report['note']}",
         "measured on this CPU with real tensors:",

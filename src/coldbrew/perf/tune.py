@@ -28,7 +28,7 @@ import torch
 from coldbrew.perf.bench import random_samples
 from coldbrew.system.memory import host_memory, peak_rss_bytes, reset_peak_rss, rss_bytes
 from coldbrew.system.timing import time_repeated
-from coldbrew.training.memory_estimate import MIN_STEPS_PER_EPOCH
+from coldbrew.training.memory.estimate import MIN_STEPS_PER_EPOCH
 
 GAIN = 0.05  # a doubling that gains less than this is not worth its optimisation change
 RAM_FRACTION = 0.8  # of the RAM available at the start that the CPU search may plan to use

@@ -62,7 +62,7 @@ class Baselines(RunHook):
 
 def score_baselines(config: TrainConfig, run_dir: Path, *, plot: bool) -> dict:
     """Baselines' metrics on val and test; ``forecasts.png`` of the best checkpoint beside them."""
-    from coldbrew.models import build_model
+    from coldbrew.registry import build_model
     from coldbrew.tasks import build_task, load_data
     from coldbrew.tasks.forecasting import baseline_forecasts, evaluate_baselines
     from coldbrew.training.checkpoint import BEST, load_checkpoint

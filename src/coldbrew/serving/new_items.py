@@ -153,8 +153,7 @@ def model_from_export(folder: Path, manifest: dict):
     from safetensors.torch import load_file
 
     from coldbrew.config import load_saved_config, make_config
-    from coldbrew.models import build_model
-    from coldbrew.registry import model_spec
+    from coldbrew.registry import build_model, model_spec
     from coldbrew.serving.export_format import CONFIG_COPY, MODEL_STATE
     from coldbrew.training.build import load_run_dataset
     from coldbrew.training.run_evaluation import load_model_state

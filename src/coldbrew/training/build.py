@@ -35,7 +35,7 @@ def build_trainer(
     ``on_epoch_end``, ``distributed``: this process's place in a ``torchrun`` launch, whose
     process group is joined here).
     """
-    from coldbrew.models import build_model
+    from coldbrew.registry import build_model
     from coldbrew.tasks import build_task
 
     distributed = options.setdefault("distributed", Distributed())

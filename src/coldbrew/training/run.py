@@ -134,10 +134,10 @@ def train(
 
 def resolve_auto_batch(config: TrainConfig, dataset, distributed: Distributed) -> None:
     """``--batch-size auto``: rank 0 estimates the largest micro-batch that fits this device
-    (``coldbrew.training.memory_estimate``), every rank takes it, with the square-root-scaled lr;
+    (``coldbrew.training.memory.estimate``), every rank takes it, with the square-root-scaled lr;
     the run's config.yaml records the result."""
     from coldbrew.system.runtime import resolve_device
-    from coldbrew.training.memory_estimate import auto_batch
+    from coldbrew.training.memory.estimate import auto_batch
 
     device = resolve_device(distributed.device_name(config.device))
     distributed.start(device)

@@ -46,7 +46,7 @@ def load_best_model(
     ``text_encoder`` is given; ``layout``: that folder's settings over the run's own, key by
     key); training-only parts (a loss graph) are not built.
     ``load_data(config)``, when given, returns the data (a cache shared by many runs)."""
-    from coldbrew.models import build_model
+    from coldbrew.registry import build_model
 
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG).exists():

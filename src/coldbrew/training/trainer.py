@@ -16,7 +16,7 @@ resumed run continues the same stream. Several processes (``training/distributed
 order comes from a generator seeded by (seed, epoch), the same on every rank, and each rank
 reseeds its step RNG from (seed, epoch, rank) at every epoch.
 
-Memory safety (``training/memory_safety.py``): a step that runs out of memory is redone with
+Memory safety (``training/memory/safety.py``): a step that runs out of memory is redone with
 half the micro-batch and twice the micro-steps, from the same RNG state.
 """
 
@@ -42,7 +42,7 @@ from coldbrew.tasks.base import Metrics, Task
 from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
 from coldbrew.training.distributed import Distributed
 from coldbrew.training.hooks import RunHook, as_hooks
-from coldbrew.training.memory_safety import (
+from coldbrew.training.memory.safety import (
     FaultInjector,
     OutOfMemory,
     free_after_out_of_memory,

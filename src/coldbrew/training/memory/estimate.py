@@ -26,33 +26,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
-
-MARGIN = 0.9  # of device memory a planned batch may use
-UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20}
-UNITS.update({"gib": 2**30, "tib": 2**40, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40})
-# peak dense FLOP/s (fp32 without tensor cores, bf16 with) and memory bandwidth, vendor sheets
-GPUS = {
-    "rtx4090": {"fp32": 82.6e12, "bf16": 165.2e12, "bandwidth": 1.008e12, "memory": 24e9},
-    "a100-80gb": {"fp32": 19.5e12, "bf16": 312e12, "bandwidth": 2.039e12, "memory": 80e9},
-    "h100-sxm": {"fp32": 67e12, "bf16": 989e12, "bandwidth": 3.35e12, "memory": 80e9},
-}
-LAUNCH_SECONDS = 4e-6  # per kernel, a typical CUDA launch cost without CUDA graphs
+from coldbrew.training.memory.devices import GPUS, LAUNCH_SECONDS, MARGIN, device_capacity
 
 MIN_STEPS_PER_EPOCH = 8  # no batch beyond 1/8 of the training set: that is no longer minibatch SGD
-
-
-def parse_size(text: str) -> int:
-    """``"80GB"`` -> 80e9, ``"24GiB"`` -> 24 x 2**30, ``"512M"`` -> 512 x 2**20."""
-    cleaned = str(text).strip().lower().replace(" ", "")
-    number = cleaned.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = cleaned[len(number) :]
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if unit not in UNITS or not value > 0 or not math.isfinite(value):
-        raise ValueError(f"a memory size like 80GB, 24GiB or 512MB, not {text!r}")
-    return int(value * UNITS[unit])
 
 
 @dataclass
@@ -209,7 +185,7 @@ def estimate_memory(
     from coldbrew.registry import model_spec
 
     if not model_spec(config.model).trains:
-        from coldbrew.training.fit_memory import fit_memory
+        from coldbrew.training.memory.fit import fit_memory
 
         return fit_memory(config, data, world_size=world_size, device_memory=device_memory, gpu=gpu)
     batch = config.batch_size
@@ -288,32 +264,19 @@ def roofline(trace: StepTrace, gpu: str, precision: str) -> dict:
     }
 
 
-def device_capacity(device: torch.device) -> int | None:
-    """Total memory of a GPU; RAM available now on the CPU (what a batch may still take)."""
-    if device.type == "cuda":
-        return int(torch.cuda.get_device_properties(device).total_memory)
-    from coldbrew.system.memory import host_memory
-
-    return host_memory()["available_bytes"]
-
-
 def auto_batch(config: TrainConfig, data, device: torch.device, world_size: int = 1):
     """``--batch-size auto``: the suggested micro-batch for this device and the learning rate
     scaled by the square-root rule from the configured one; (batch, lr, the sentence to log)."""
-    import math as _math
-
     report = estimate_memory(
         config, data, world_size=world_size, device_memory=device_capacity(device)
     )
     batch = report["suggested_micro_batch"]
     if not batch:
-        from coldbrew.errors import ColdbrewError
-
         raise ColdbrewError(
             f"--batch-size auto: not even one sample fits ({report['fixed_bytes'] / 2**30:.2f} GiB "
             f"fixed of {(report['device_memory_bytes'] or 0) / 2**30:.2f} GiB)"
         )
-    lr = config.lr * _math.sqrt(batch / config.batch_size)
+    lr = config.lr * math.sqrt(batch / config.batch_size)
     note = (
         f"--batch-size auto: {batch} (estimated {report['training_peak_bytes'] / 2**30:.2f} GiB "
         f"fixed + {report['activation_bytes_per_sample'] / 2**10:.1f} KiB per sample; largest "

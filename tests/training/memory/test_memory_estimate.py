@@ -12,14 +12,8 @@ import torch
 from coldbrew import load_dataset
 from coldbrew.cli import main
 from coldbrew.config import make_config
-from coldbrew.training.memory_estimate import (
-    MARGIN,
-    StepTrace,
-    estimate_memory,
-    parse_size,
-    roofline,
-    trace_step,
-)
+from coldbrew.training.memory.devices import MARGIN, parse_size
+from coldbrew.training.memory.estimate import StepTrace, estimate_memory, roofline, trace_step
 from coldbrew.training.run import build_trainer, train
 
 SMALL = {"data": "synthetic:small", "batch_size": 256, "num_neg": 16, "quiet": True}
@@ -124,7 +118,7 @@ def test_the_progress_bar_reads_memory_without_a_device_sync():
 
 
 def test_live_bytes_counts_what_ops_allocate_until_it_is_freed():
-    from coldbrew.training.fit_memory import LiveBytes
+    from coldbrew.training.memory.fit import LiveBytes
 
     with LiveBytes() as live:
         ones = torch.ones(1000)  # 4,000 bytes

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from coldbrew.data.dataset import WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch
-from coldbrew.models.clcrec import CLCRec
+from coldbrew.models.clcrec.model import CLCRec
 from coldbrew.models.content import distinct_items
 
 

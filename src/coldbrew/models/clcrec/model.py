@@ -19,7 +19,7 @@ Faithful to the authors' code (github.com/weiyinwei/CLCRec, ``model_CLCRec.py``)
   InfoNCE(mean ID embedding of a user's neighbors ↔ mean content embedding of the items they
   share) at its own temperature ``neighbor_temp``, against ``neighbor_negatives`` other users
   of the step at random (0: every other user), reported as ``"neighbor"``; see
-  ``coldbrew.models.neighbors``.
+  ``coldbrew.models.clcrec.neighbors``.
 
 Speed: the encoder runs once per step on the distinct items of the batch (``distinct_items``;
 with the neighbor term, the users' common items join that one call). The ``B·(1+K)`` products
@@ -41,6 +41,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from coldbrew.data.dataset import Dataset, WordIds
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import Batch, LossOutput, Recommender
+from coldbrew.models.clcrec.neighbors import NeighborGraph
 from coldbrew.models.content import (
     ContentEncoder,
     distinct_items,
@@ -49,7 +50,6 @@ from coldbrew.models.content import (
     new_item_features,
 )
 from coldbrew.models.gather_dot import DENSE_RATIO, gather_dot
-from coldbrew.models.neighbors import NeighborGraph
 
 
 class CLCRec(Recommender):

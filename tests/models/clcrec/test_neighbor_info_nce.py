@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from coldbrew.models import neighbor_info_nce as module
-from coldbrew.models.neighbor_info_nce import FIXED_SHIFT_LIMIT, neighbor_info_nce
+from coldbrew.models.clcrec import neighbor_info_nce as module
+from coldbrew.models.clcrec.neighbor_info_nce import FIXED_SHIFT_LIMIT, neighbor_info_nce
 
 
 def plain_loss(anchors, positives, valid, temperature: float) -> torch.Tensor:

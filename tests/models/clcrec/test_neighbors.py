@@ -14,17 +14,17 @@ from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.data.dataset import interactions_to_csr
 from coldbrew.errors import ColdbrewError
-from coldbrew.models import build_model
-from coldbrew.models import neighbor_info_nce as neighbor_info_nce_module
 from coldbrew.models.base import Batch
-from coldbrew.models.clcrec import CLCRec
-from coldbrew.models.neighbors import (
+from coldbrew.models.clcrec import neighbor_info_nce as neighbor_info_nce_module
+from coldbrew.models.clcrec.model import CLCRec
+from coldbrew.models.clcrec.neighbors import (
     NeighborGraph,
     PaddedLists,
     common_items,
     distinct_ids,
     top_neighbors,
 )
+from coldbrew.registry import build_model
 from coldbrew.training.run import train
 
 

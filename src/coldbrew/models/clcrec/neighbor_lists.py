@@ -1,6 +1,6 @@
 """Neighbor and common-item lists from a users × items training matrix, exact and vectorized.
 
-The rules (see ``coldbrew.models.neighbors``): neighbors ranked by items in common, then by the
+The rules (see ``coldbrew.models.clcrec.neighbors``): neighbors ranked by items in common, then by the
 smaller user id; common items ranked by how many used neighbors have them, then by the smaller
 item id; every list padded with 0 and given its length.
 

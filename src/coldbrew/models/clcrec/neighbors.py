@@ -17,7 +17,7 @@ Definitions (the seed system's, made deterministic):
   users as negatives (or ``K`` of them at random: ``--neighbor-negatives``), temperature
   ``τ``, with log-sum-exp.
 
-The lists are precomputed once (``coldbrew.models.neighbor_lists``) and live on the device as
+The lists are precomputed once (``coldbrew.models.clcrec.neighbor_lists``) and live on the device as
 padded index tensors. A step gathers them for its distinct users: no Python loop over users,
 no host sync on a GPU (distinct users come padded to a fixed size there, trimmed on a CPU).
 """
@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from coldbrew.models.neighbor_info_nce import neighbor_info_nce
-from coldbrew.models.neighbor_lists import (
+from coldbrew.models.clcrec.neighbor_info_nce import neighbor_info_nce
+from coldbrew.models.clcrec.neighbor_lists import (
     KEEP_COMMON,
     KEEP_NEIGHBORS,
     USE_NEIGHBORS,

@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.weak import WeakIdKeyDictionary
 
 from coldbrew.config import TrainConfig
-from coldbrew.training.memory_estimate import MARGIN
+from coldbrew.training.memory.devices import MARGIN
 
 
 def storages(tensor: torch.Tensor) -> list:
@@ -106,8 +106,7 @@ def fit_memory(
     the larger of the two peaks fits ``device_memory`` with a 10 % margin. Measured, once; with
     no step there is nothing to time on ``gpu``."""
     from coldbrew.evaluation.engine import DEFAULT_CHUNK_ELEMENTS
-    from coldbrew.models import build_model
-    from coldbrew.registry import model_spec
+    from coldbrew.registry import build_model, model_spec
 
     torch.manual_seed(config.seed)
     teacher = model_spec(config.model).build_teacher(data, config, progress=False)
