@@ -49,10 +49,10 @@ clean:
 # the GPU machine), then run it there in two calls (make gpu-check CALL=1, then CALL=2);
 # `make gpu-check-dry` runs it on this CPU.
 gpu-data: $(STAMP)
-	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) benchmarks/gpu_data.py
+	COLDBREW_DATA=$${COLDBREW_DATA:-$(CURDIR)/../shared/data} $(PY) benchmarks/gpu/gpu_data.py
 
 gpu-check:
-	PYTHONPATH=src $${PYTHON_GPU:-python3} benchmarks/gpu_check.py $(if $(CALL),--call $(CALL))
+	PYTHONPATH=src $${PYTHON_GPU:-python3} benchmarks/gpu/gpu_check.py $(if $(CALL),--call $(CALL))
 
 gpu-check-dry: $(STAMP)
-	$(PY) benchmarks/gpu_check.py --dry-run --out gpu_check_dry.json
+	$(PY) benchmarks/gpu/gpu_check.py --dry-run --out gpu_check_dry.json

@@ -3,7 +3,7 @@ and appends them to benchmarks/results.jsonl. BENCHMARKS.md records the figures.
 
   python benchmarks/run_all.py [--quick]
 
-An entry is a script of this folder or a ``coldbrew`` command; a ``coldbrew train`` entry
+An entry is a script under this folder or a ``coldbrew`` command; a ``coldbrew train`` entry
 trains into a temporary folder and prints its results.json's best-epoch figures as one line.
 """
 
@@ -23,15 +23,15 @@ BENCH_STEP = ["--data", "clcrec-movielens", "--trust-pickle", "--feature-dims", 
 BENCH_STEP += ["--num-neg", "128", "--batch-size", "4096"]
 
 STANDARD = [
-    ["bench_eval.py"],
-    ["bench_train.py", "--seconds", "20"],
-    ["bench_kernels.py"],
+    ["speed/bench_eval.py"],
+    ["speed/bench_train.py", "--seconds", "20"],
+    ["speed/bench_kernels.py"],
     ["coldbrew", "train", "--data", "ml-1m-coldstart", "--features", "genre,text"],
     ["coldbrew", "bench", "train", *BENCH_STEP, "--seconds", "20", "--against", "neighbor_loss=true"],
 ]  # fmt: skip
 QUICK = [
-    ["bench_eval.py", "--repeats", "3", "--original-repeats", "1"],
-    ["bench_train.py", "--seconds", "5"],
+    ["speed/bench_eval.py", "--repeats", "3", "--original-repeats", "1"],
+    ["speed/bench_train.py", "--seconds", "5"],
     ["coldbrew", "bench", "train", *BENCH_STEP, "--seconds", "5", "--against", "neighbor_loss=true"],
 ]  # fmt: skip
 

@@ -106,9 +106,9 @@ SCRIPT_OPTION = re.compile(r"""add_argument\(\s*["'](--[A-Za-z][\w-]*)""")
 
 @cache
 def script_flags() -> frozenset[str]:
-    """Every ``--flag`` that a script in ``benchmarks/`` declares with ``add_argument``."""
+    """Every ``--flag`` that a script under ``benchmarks/`` declares with ``add_argument``."""
     flags: set[str] = set()
-    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+    for script in sorted((ROOT / "benchmarks").rglob("*.py")):
         flags.update(SCRIPT_OPTION.findall(script.read_text(encoding="utf-8")))
     return frozenset(flags)
 

@@ -105,7 +105,7 @@ MODELS: dict[str, ModelSpec] = {
         # lr: with CLCRecConfig's defaults, a 20-trial search's best. patience 4 (the runs' 7
         # before): on ml-1m-coldstart seeds 1-3 patience 3, 4 and 7 select the same epochs
         # (4, 8, 6), 4 stops after 8, 12, 10 instead of 11, >= 15, >= 13; patience 2 misses
-        # seed 3's (BENCHMARKS.md, "Time to a model", benchmarks/replay_stopping.py)
+        # seed 3's (BENCHMARKS.md, "Time to a model", benchmarks/speed/replay_stopping.py)
         run_defaults={"lr": 0.0027, "patience": 4},
         absent_options={"neighbor_negatives": 0},  # the term used every other user before
     ),

@@ -97,9 +97,9 @@ def test_every_page_names_only_flags_that_exist(hooks):
 
 
 def test_a_benchmark_scripts_options_are_known_and_others_are_not(hooks):
-    # benchmarks/gpu_check.py declares --dry-run; nothing declares --gpu-chek
-    assert hooks.unknown_flags("`python benchmarks/gpu_check.py --dry-run`") == []
-    assert hooks.unknown_flags("`python benchmarks/gpu_check.py --gpu-chek`") == ["--gpu-chek"]
+    # benchmarks/gpu/gpu_check.py declares --dry-run; nothing declares --gpu-chek
+    assert hooks.unknown_flags("`python benchmarks/gpu/gpu_check.py --dry-run`") == []
+    assert hooks.unknown_flags("`python benchmarks/gpu/gpu_check.py --gpu-chek`") == ["--gpu-chek"]
 
 
 def test_the_benchmark_history_may_quote_flags_since_removed(hooks, caplog):

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py: its CPU dry run runs every section through coldbrew's own functions
+"""benchmarks/gpu/gpu_check.py: its CPU dry run runs every section through coldbrew's own functions
 and writes the report the device run will write; a failing section is recorded and the rest
 still run; the deadline and the time boxes stop what would overrun."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+GPU_CHECK = ROOT / "benchmarks" / "gpu"
+sys.path.insert(0, str(GPU_CHECK))
 import gpu_budget  # noqa: E402
 import gpu_check  # noqa: E402
 import gpu_machine_sections  # noqa: E402
@@ -32,7 +32,7 @@ def environment() -> dict:
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory) -> tuple[dict, str]:
     out = tmp_path_factory.mktemp("gpu") / "gpu_check.json"
-    command = [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--dry-run", "--in-process"]
+    command = [sys.executable, str(GPU_CHECK / "gpu_check.py"), "--dry-run", "--in-process"]
     done = subprocess.run(
         [*command, "--out", str(out)], env=environment(), capture_output=True, text=True
     )

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_minilm.py: MiniLM's weights packed in float16 byte planes to fit the device
+"""benchmarks/gpu/gpu_minilm.py: MiniLM's weights packed in float16 byte planes to fit the device
 tool's carry, and restored to a folder the text pipeline and the LM read, with the weights
 within float16 rounding of the originals and the same sentence embeddings to ~1e-3."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 import gpu_minilm  # noqa: E402
 
 TEXTS = ["Toy Story (1995), Animation|Children's|Comedy", "Heat (1995), Action|Crime", "a"]

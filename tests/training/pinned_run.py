@@ -2,7 +2,7 @@
 
 The dataset is built here from NumPy alone (not from ``coldbrew.data.loaders.synthetic``, whose
 generator may change), so the numbers stay comparable across engine rewrites. The numbers in
-``test_engine_pin.py`` were made by ``benchmarks/pin_previous_engine.py``, which runs this same
+``test_engine_pin.py`` were made by ``benchmarks/pins/pin_previous_engine.py``, which runs this same
 configuration on the engine of an older commit.
 """
 

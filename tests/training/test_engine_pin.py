@@ -1,7 +1,7 @@
 """CLCRec through the task/model engine gives the previous engine's numbers (one thread).
 
-EXPECTED_* come from ``python benchmarks/pin_previous_engine.py e6ed567``: the same configuration
-and data (``pinned_run.py``) on the CLCRec-only trainer this engine replaced. On the machine
+EXPECTED_* come from ``python benchmarks/pins/pin_previous_engine.py e6ed567``: the same
+configuration and data (``pinned_run.py``) on the CLCRec-only trainer this engine replaced. On the machine
 that made them the two agree bit for bit; the tolerances only absorb another CPU's float
 rounding (a rank flip at the top-20 boundary moves a metric by about 1/200).
 """

@@ -101,7 +101,7 @@ def keep_freed_memory_for_reuse() -> bool:
     unmaps them when freed, so the next step page-faults every 4 KiB it writes again. Raising
     the mmap and trim thresholds lets freed blocks be reused; glibc still maps some blocks
     afresh depending on the heap's layout, so this is a measured speed-up, not a guarantee
-    (``benchmarks/bench_kernels.py``, BENCHMARKS.md): gathered products 177 → 106 ms, a fused
+    (``benchmarks/speed/bench_kernels.py``, BENCHMARKS.md): gathered products 177 → 106 ms, a fused
     CLCRec step 170 → 155 ms, a 1M-item test evaluation 1,313 → 880 s. Resident memory stays
     near its peak instead of shrinking between steps. Returns whether the setting took (False
     on non-glibc systems or with ``COLDBREW_KEEP_FREED_MEMORY=0``).

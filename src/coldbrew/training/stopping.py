@@ -13,7 +13,7 @@ Three knobs (``TrainConfig``: ``patience``, ``min_gain``, ``time_budget``):
 
 ``replay`` applies the same rule to a finished run's history (``results.json``: per epoch the
 validation metrics and the cumulative seconds), so a rule can be judged offline on runs that
-trained past it (``benchmarks/replay_stopping.py``).
+trained past it (``benchmarks/speed/replay_stopping.py``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ weight replicated, as DDP does), in bytes of float32:
   ``w`` = 4 under LoRA on query and value and 10.5 under full fine-tuning. These constants were
   counted, not guessed: every tensor saved for backward (``saved_tensors_hooks``, parameters
   excluded) in a BERT layer under ``transformers`` 5 with SDPA attention on the CPU, at 32 to 256
-  tokens (``benchmarks/bench_lm.py --parts saved``). Tune mode saves that set in its
+  tokens (``benchmarks/memory/bench_lm.py --parts saved``). Tune mode saves that set in its
   ``tune_layers`` layers only, over the step's fresh items (``tune_items`` per ``batch_size``
   rows). A frozen backbone saves nothing: its peak is
   one layer's working set, about ``2·width + 2·intermediate`` values per token (the MLP's input,
@@ -26,7 +26,7 @@ weight replicated, as DDP does), in bytes of float32:
 
 The step's distinct items are ``expected_distinct(per-device draws, warm items)``: draws
 uniform over warm items, an upper bound on real, popularity-skewed batches. The benchmark
-``benchmarks/bench_lm.py`` checks the step terms against measured peak RSS on the CPU.
+``benchmarks/memory/bench_lm.py`` checks the step terms against measured peak RSS on the CPU.
 """
 
 from __future__ import annotations
