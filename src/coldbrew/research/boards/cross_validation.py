@@ -29,7 +29,7 @@ from typing import Any
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.boards.blend_names import Member, blend_name, member_name
-from coldbrew.research.boards.model_runs import BoardPlan, RunUnit
+from coldbrew.research.boards.model_runs import BoardPlan, RunUnit, train_units
 
 FOLDS_DIR = "folds"
 
@@ -98,8 +98,6 @@ def cross_validate_models(
 ) -> dict[str, dict]:
     """``{model: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
     every model first (``jobs`` at once), then each model's final run."""
-    from coldbrew.research.boards.model_runs import train_units
-
     train_units(fold_units(plan), jobs, cache, log)
     finals, results = {}, {}
     for config in plan.configs:

@@ -66,11 +66,9 @@ class BoardPlan:
         return self.configs[0].folds
 
     def model_units(self) -> dict[str, RunUnit]:
-        """``{model: its run OUT/MODEL}``, with the board's settings."""
-        return {
-            config.model: RunUnit(config, self.seeds, self.out / config.model)
-            for config in self.configs
-        }
+        """``{"clcrec": its run OUT/clcrec}``: each model's run with the board's settings."""
+        units = [RunUnit(c, self.seeds, self.out / c.model) for c in self.configs]
+        return {unit.name: unit for unit in units}
 
 
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
