@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from coldbrew.training.hooks import RunHook
 
@@ -130,6 +130,15 @@ def curve_hooks(
             log,
         )
     return hooks
+
+
+class CurveOptions(TypedDict, total=False):
+    """What ``train_with_curves`` takes beyond the run itself, passed on unchanged to every seed
+    by ``coldbrew.research.seeds.train_seeds``."""
+
+    on_epoch_end: Callable | None
+    tensorboard: bool
+    plot: bool
 
 
 def train_with_curves(

@@ -17,11 +17,16 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coldbrew.config import MAX_SEED, TrainConfig
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.summary import aggregate, run_summary
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from coldbrew.research.curves import CurveOptions
 
 SEEDS_FILE = "seeds.json"
 
@@ -77,29 +82,25 @@ def train_seeds(
     *,
     resume: bool = False,
     load_data: Callable[[TrainConfig], Any] | None = None,
-    on_epoch_end: Callable | None = None,
     distributed=None,
-    tensorboard: bool = True,
-    plot: bool = True,
     log: Callable[[str], None] = print,
+    **curves: Unpack[CurveOptions],
 ) -> dict:
     """Train ``config`` once per seed (``seeds``; on resume None keeps the run's own) and
     write ``RUN/results.json``; return it.
 
     ``load_data(config)``, when given, returns a seed's data (e.g. from a cache); without it
     each seed loads its own, as ``coldbrew train --seed N`` would (a split drawn by coldbrew
-    depends on the seed).
+    depends on the seed). ``curves`` (``on_epoch_end``, ``tensorboard``, ``plot``) go to every
+    seed's ``coldbrew.research.curves.train_with_curves``.
     """
-    from coldbrew.research.curves import train_with_curves
     from coldbrew.training.checkpoint import RunLock
     from coldbrew.training.distributed import Distributed
     from coldbrew.training.run import (
         CONFIG,
-        RESULTS,
         RESUMABLE_OVERRIDES,
         check_run_dir,
         restarted_by_torchrun,
-        resume_config,
     )
     from coldbrew.training.run_dir import absolute_data
 
@@ -114,43 +115,53 @@ def train_seeds(
         check_run_dir(run_dir, resume)
     config = absolute_data(copy.deepcopy(config))
     resumable = {key: getattr(config, key) for key in RESUMABLE_OVERRIDES}
-    results: dict[int, dict] = {}
+    each = {"load_data": load_data, "distributed": distributed, "log": log, **curves}
 
     # Every rank decides what each seed needs before any trains: no rank writes in a seed's
     # directory before all have joined that seed's first collective.
     plan = {seed: seed_state(seed_dir(run_dir, seed)) for seed in seeds}
 
-    def run_all() -> None:
+    def run_all() -> dict[int, dict]:
         if distributed.is_main:
             _write_root(run_dir, config, seeds, CONFIG)
-        for seed in seeds:
-            directory = seed_dir(run_dir, seed)
-            if plan[seed] == "finished":
-                log(f"seed {seed}: finished before, results read from {directory / RESULTS}")
-                results[seed] = json.loads((directory / RESULTS).read_text())
-                continue
-            continuing = plan[seed] == "started"
-            own = resume_config(directory, resumable) if continuing else seed_config(config, seed)
-            log(f"seed {seed}: {'continuing' if continuing else 'training'} in {directory}")
-            results[seed] = train_with_curves(
-                own,
-                directory,
-                resume=continuing,
-                dataset=load_data(own) if load_data is not None else None,
-                on_epoch_end=on_epoch_end,
-                distributed=distributed,
-                tensorboard=tensorboard,
-                plot=plot,
-                log=log,
-            )
+        return {
+            seed: train_seed(config, run_dir, seed, plan[seed], resumable, **each) for seed in seeds
+        }
 
     if distributed.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         with RunLock(run_dir):
-            run_all()
-            return write_seed_results(run_dir, config, seeds, results)
-    run_all()
-    return seed_results(config, seeds, results)
+            return write_seed_results(run_dir, config, seeds, run_all())
+    return seed_results(config, seeds, run_all())
+
+
+def train_seed(
+    config: TrainConfig,
+    run_dir: Path,
+    seed: int,
+    state: str,
+    resumable: dict,
+    *,
+    load_data: Callable[[TrainConfig], Any] | None,
+    distributed,
+    log: Callable[[str], None],
+    **curves: Unpack[CurveOptions],
+) -> dict:
+    """One seed of a multi-seed run by its ``state`` (``seed_state``): its results read back,
+    its run continued with the ``resumable`` options (the run's own), or trained afresh."""
+    from coldbrew.research.curves import train_with_curves
+    from coldbrew.training.run import RESULTS, resume_config
+
+    directory = seed_dir(run_dir, seed)
+    if state == "finished":
+        log(f"seed {seed}: finished before, results read from {directory / RESULTS}")
+        return json.loads((directory / RESULTS).read_text())
+    continuing = state == "started"
+    own = resume_config(directory, resumable) if continuing else seed_config(config, seed)
+    log(f"seed {seed}: {'continuing' if continuing else 'training'} in {directory}")
+    dataset = load_data(own) if load_data is not None else None
+    options = {"resume": continuing, "dataset": dataset, "distributed": distributed, "log": log}
+    return train_with_curves(own, directory, **options, **curves)
 
 
 def resumed_seeds(run_dir: Path, given: Sequence[int] | None) -> list[int]:

@@ -12,6 +12,8 @@ from coldbrew.research.boards.leaderboard import (
     board_preset,
     leaderboard,
     load_text_vectors_first,
+    model_configs,
+    plan_board,
     train_models,
 )
 from research_tiny_run import TINY
@@ -31,7 +33,8 @@ def boards(tmp_path_factory):
     root = tmp_path_factory.mktemp("jobs")
     one = leaderboard((BASE,), MODELS, SEEDS, root / "one", plot=False, log=quiet)
     lines: list[str] = []
-    trained = train_models((BASE,), MODELS, SEEDS, root / "two", jobs=2, log=lines.append)
+    plan = plan_board((BASE,), MODELS, (), SEEDS, root / "two")
+    trained = train_models(plan, jobs=2, log=lines.append)
     return root, one, trained, lines
 
 
@@ -111,11 +114,12 @@ def test_a_presets_leaderboard_section_may_give_the_jobs():
 
 def test_the_first_model_that_reads_text_vectors_loads_its_data_before_the_processes():
     loaded, lines = [], []
-    load_text_vectors_first((BASE,), ["lm", "knn", "ridge"], 3, loaded.append, lines.append)
+    configs = model_configs((BASE,), ["lm", "knn", "ridge"])
+    load_text_vectors_first(configs, 3, loaded.append, lines.append)
     # the LM reads the texts itself (no text vectors): knn's data, for the first seed, once
     assert [(config.model, config.seed, config.data) for config in loaded] == [
         ("knn", 3, BASE["data"])
     ]
     assert lines == [f"loading {BASE['data']} once before the processes start (its text vectors)"]
-    load_text_vectors_first((BASE,), ["lm"], 1, loaded.append, lines.append)
+    load_text_vectors_first(model_configs((BASE,), ["lm"]), 1, loaded.append, lines.append)
     assert len(loaded) == 1  # nothing reads text vectors: nothing is loaded

@@ -19,14 +19,17 @@ folds. Everything is resumable: a finished run is read back.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coldbrew.config import make_config
+from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.boards.blend_names import Member, blend_name, member_name
+from coldbrew.research.boards.model_runs import BoardPlan, RunUnit, train_units
 
 FOLDS_DIR = "folds"
 
@@ -36,15 +39,29 @@ def fold_dir(out: Path, name: str, fold: int) -> Path:
     return out / FOLDS_DIR / name / f"fold-{fold}"
 
 
-def fold_unit(base_layers: Sequence[dict], model: str, seeds, out: Path, fold: int) -> tuple:
-    """``coldbrew.research.boards.model_runs.train_model``'s unit of one model's fold."""
-    layers = (*base_layers, {"fold": fold})
-    return (layers, model, list(seeds), fold_dir(out, model, fold))
+def fold_unit(config: TrainConfig, seeds: Sequence[int], out: Path, fold: int) -> RunUnit:
+    """One model's run holding out fold ``fold`` (``config``: the model's board settings)."""
+    fold_config = dataclasses.replace(copy.deepcopy(config), fold=fold)
+    return RunUnit(fold_config, tuple(seeds), fold_dir(out, config.model, fold))
 
 
-def final_unit(base_layers: Sequence[dict], model: str, seeds, out: Path, epochs: int) -> tuple:
-    """The unit of one model's final run: every training item, ``epochs`` epochs."""
-    return ((*base_layers, {"fold": None, "epochs": epochs}), model, list(seeds), out / model)
+def final_unit(config: TrainConfig, seeds: Sequence[int], out: Path, epochs: int) -> RunUnit:
+    """One model's final run: every training item, ``epochs`` epochs."""
+    final_config = dataclasses.replace(copy.deepcopy(config), fold=None, epochs=epochs)
+    return RunUnit(final_config, tuple(seeds), out / config.model)
+
+
+def fold_units(plan: BoardPlan) -> dict[str, RunUnit]:
+    """``{"clcrec/fold-2": its unit}``: every fold of every model, model by model."""
+    units = [fold_unit(c, plan.seeds, plan.out, f) for c in plan.configs for f in range(plan.folds)]
+    return {unit.name: unit for unit in units}
+
+
+def fold_curve(out: Path, model: str, folds: int, seeds: Sequence[int]) -> tuple[str, list[float]]:
+    """The metric ``model``'s folds early-stopped on and its mean fold curve (``mean_curve``),
+    from the fold runs' results."""
+    monitor = read_monitor(fold_dir(out, model, 0) / "results.json")
+    return monitor, mean_curve(fold_histories(out, model, folds, seeds), monitor)
 
 
 def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> list[list[dict]]:
@@ -77,44 +94,21 @@ def chosen_epochs(curve: Sequence[float]) -> int:
 
 
 def cross_validate_models(
-    base_layers: Sequence[dict],
-    models: Sequence[str],
-    seeds: Sequence[int],
-    out: Path,
-    folds: int,
-    *,
-    jobs: int | str,
-    cache: Any,
-    log: Callable[[str], None],
+    plan: BoardPlan, *, jobs: int | str, cache: Any, log: Callable[[str], None]
 ) -> dict[str, dict]:
     """``{model: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
     every model first (``jobs`` at once), then each model's final run."""
-    from coldbrew.research.boards.model_runs import train_model
-    from coldbrew.research.search.parallel import train_side_by_side
-    from coldbrew.research.seeds import all_finished
-
-    units = {
-        f"{model}/fold-{fold}": fold_unit(base_layers, model, seeds, out, fold)
-        for model in models
-        for fold in range(folds)
-    }
-    todo = {name: unit for name, unit in units.items() if not all_finished(unit[3], seeds)}
-    done = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
-    for name, unit in units.items():
-        if name not in done:
-            train_model(unit, cache, log)
+    train_units(fold_units(plan), jobs, cache, log)
     finals, results = {}, {}
-    for model in models:
-        monitor = read_monitor(fold_dir(out, model, 0) / "results.json")
-        curve = mean_curve(fold_histories(out, model, folds, seeds), monitor)
+    for config in plan.configs:
+        model = config.model
+        monitor, curve = fold_curve(plan.out, model, plan.folds, plan.seeds)
         epochs = chosen_epochs(curve)
         log(f"{model}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
         results[model] = {"epochs": epochs, "curve": curve, "monitor": monitor}
-        finals[model] = final_unit(base_layers, model, seeds, out, epochs)
-    todo = {name: unit for name, unit in finals.items() if not all_finished(unit[3], seeds)}
-    trained = train_side_by_side(train_model, todo, jobs, log=log) if jobs != 1 else {}
-    for model, unit in finals.items():
-        results[model]["final"] = trained.get(model) or train_model(unit, cache, log)
+        finals[model] = final_unit(config, plan.seeds, plan.out, epochs)
+    for model, final in train_units(finals, jobs, cache, log).items():
+        results[model]["final"] = final
     return results
 
 
@@ -274,12 +268,7 @@ def lead_scores(rows: Sequence[dict], convention: str) -> dict[str, dict[tuple, 
 
 
 def cross_validated_board(
-    base_layers: Sequence[dict],
-    models: Sequence[str],
-    blends: Sequence[Sequence[Member]],
-    seeds: Sequence[int],
-    out: Path,
-    folds: int,
+    plan: BoardPlan,
     conventions: Sequence[str],
     *,
     objective: str,
@@ -287,17 +276,18 @@ def cross_validated_board(
     cache: Any,
     log: Callable[[str], None],
 ) -> dict:
-    """A leaderboard's ``{"rows", "leads"}`` on ``folds`` folds: every model cross-validated and
-    trained once more (``cross_validate_models``), every blend's weights chosen on the folds
-    (``blend_on_folds``); each row's fold scores and its final runs' report, and per convention
-    the best row by fold Recall@20 against every other (``coldbrew.research.boards.paired``)."""
+    """A leaderboard's ``{"rows", "leads"}`` on ``plan.folds`` folds: every model
+    cross-validated and trained once more (``cross_validate_models``), every blend's weights
+    chosen on the folds (``blend_on_folds``); each row's fold scores and its final runs' report,
+    and per convention the best row by fold Recall@20 against every other
+    (``coldbrew.research.boards.paired``)."""
     from coldbrew.research.boards.board import model_row
     from coldbrew.research.boards.paired import paired_leads
 
-    trained = cross_validate_models(
-        base_layers, models, seeds, out, folds, jobs=jobs, cache=cache, log=log
-    )
-    blended = blend_on_folds(blends, seeds, out, folds, objective=objective, cache=cache, log=log)
+    out, folds = plan.out, plan.folds
+    trained = cross_validate_models(plan, jobs=jobs, cache=cache, log=log)
+    options = {"objective": objective, "cache": cache, "log": log}
+    blended = blend_on_folds(plan.blends, plan.seeds, out, folds, **options)
     finals = {name: entry["final"] for name, entry in (trained | blended).items()}
     parts = {name: entry["final"]["parts"] for name, entry in blended.items()}
     rows = []

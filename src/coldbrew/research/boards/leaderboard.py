@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from coldbrew.config import make_config
+from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.boards.blend_names import (
     PREFIX,
@@ -39,7 +39,7 @@ from coldbrew.research.boards.blend_names import (
     parse_blend,
 )
 from coldbrew.research.boards.board import format_board, model_row, plot_board, table_cells
-from coldbrew.research.boards.model_runs import check_same_settings, train_model
+from coldbrew.research.boards.model_runs import BoardPlan, check_same_settings, train_units
 
 CONVENTIONS = ("all", "split")
 LEADERBOARD_JSON, LEADERBOARD_MD, LEADERBOARD_PNG = (
@@ -105,9 +105,16 @@ def model_option_owners(key: str) -> list[str]:
     return [model for model, spec in MODELS.items() if name in hints(spec.config)]
 
 
-def check_layers(base_layers: Sequence[dict], models: Sequence[str]) -> None:
-    """Every model's configuration can be made from ``base_layers``; a model's option written
-    flat applies to every model, so one that some model lacks is refused with where to put it."""
+def model_config(base_layers: Sequence[dict], model: str) -> TrainConfig:
+    """A model's settings on the board: the board's layers (a preset, the command line's flags)
+    made into ``model``'s config, its own section of options included. The one place a board
+    makes a config; everything below derives from it (a fold, a final run, a seed)."""
+    return make_config(*base_layers, {"model": model})
+
+
+def model_configs(base_layers: Sequence[dict], models: Sequence[str]) -> list[TrainConfig]:
+    """Each model's config (``model_config``); a model's option written flat applies to every
+    model, so one that some model lacks is refused with where to put it."""
     for layer in base_layers:
         for key, value in layer.items():
             owners = model_option_owners(key)
@@ -118,27 +125,43 @@ def check_layers(base_layers: Sequence[dict], models: Sequence[str]) -> None:
                     f"applies to every model, and {', '.join(lacking)} has no such option: "
                     f"write it under its model in --config, e.g. {{{owners[0]}: {{{key}: {value}}}}}"
                 )
-    for model in models:
-        make_config(*base_layers, {"model": model})
+    return [model_config(base_layers, model) for model in models]
+
+
+def plan_board(
+    base_layers: Sequence[dict],
+    models: Sequence[str],
+    blends: Sequence[Sequence[Member]],
+    seeds: Sequence[int],
+    out: Path,
+) -> BoardPlan:
+    """What the board in ``out`` trains, made once: every model's config (each option checked
+    before anything is trained), with the models and blends an earlier call trained there."""
+    configs = model_configs(base_layers, models)
+    configs, blends = with_earlier(out, configs, blends, base_layers)
+    return BoardPlan(tuple(configs), tuple(blends), tuple(seeds), out)
 
 
 def with_earlier(
     out: Path,
-    models: Sequence[str],
+    configs: Sequence[TrainConfig],
     blends: Sequence[Sequence[Member]],
     base_layers: Sequence[dict],
-) -> tuple[list[str], list[list[Member]]]:
-    """The models and blends asked for, then those an earlier call trained in ``out``: one
-    ``--out`` holds one setting, and its table covers every model trained there. A model trained
-    there with other settings is refused before anything runs."""
+) -> tuple[list[TrainConfig], list[list[Member]]]:
+    """The models' configs and the blends asked for, then those an earlier call trained in
+    ``out``: one ``--out`` holds one setting, and its table covers every model trained there. A
+    model trained there with other settings is refused before anything runs."""
     from coldbrew.registry import MODELS
     from coldbrew.research.seeds import is_multi_seed_run
 
     names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
     earlier = [name for name in names if name in MODELS and is_multi_seed_run(out / name)]
+    by_model = {config.model: config for config in configs}
     for model in earlier:
-        check_earlier(out, model, base_layers)
-    models = [*models, *(model for model in earlier if model not in models)]
+        config = by_model.get(model) or model_config(base_layers, model)
+        check_earlier(out, config)
+        by_model.setdefault(model, config)
+    models = list(by_model)
     blends = [list(blend) for blend in blends]
     for name in names:
         if not name.startswith(PREFIX):
@@ -149,69 +172,53 @@ def with_earlier(
             continue
         if found not in blends:
             blends.append(found)
-    return models, in_order(blends)
+    return list(by_model.values()), in_order(blends)
 
 
-def check_earlier(out: Path, model: str, base_layers: Sequence[dict]) -> None:
+def check_earlier(out: Path, config: TrainConfig) -> None:
     """``OUT/MODEL`` was trained with the settings given now. On folds its final run trained
     the epochs its folds chose, so the folds' first run is compared instead (and the final run
     when it is trained or read back, ``train_model``)."""
-    from coldbrew.research.boards.cross_validation import fold_dir
+    from coldbrew.research.boards.cross_validation import fold_unit
 
-    config = make_config(*base_layers, {"model": model})
-    first_fold = fold_dir(out, model, 0)
-    if config.folds and (first_fold / "config.yaml").exists():
-        check_same_settings(first_fold, make_config(*base_layers, {"model": model, "fold": 0}))
+    first_fold = fold_unit(config, (), out, 0)
+    if config.folds and (first_fold.run_dir / "config.yaml").exists():
+        check_same_settings(first_fold.run_dir, first_fold.config)
     else:
-        check_same_settings(out / model, config)
+        check_same_settings(out / config.model, config)
 
 
 def train_models(
-    base_layers: Sequence[dict],
-    models: Sequence[str],
-    seeds: Sequence[int],
-    out: Path,
-    *,
-    jobs: int | str = 1,
-    cache: Any = None,
-    log: Callable[[str], None],
+    plan: BoardPlan, *, jobs: int | str = 1, cache: Any = None, log: Callable[[str], None]
 ) -> dict[str, dict]:
     """``{model: its multi-seed results}``, training what is not finished yet; with ``jobs``
-    above 1, that many models at once (``coldbrew.research.search.parallel``), the rest read back;
-    ``cache`` loads each seed's data once here (a new one when None)."""
-    from coldbrew.research.search.parallel import train_side_by_side
+    above 1, that many models at once (``coldbrew.research.search.parallel``), the rest read
+    back; ``cache`` loads each seed's data once here (a new one when None)."""
     from coldbrew.research.search.study import DataCache
-    from coldbrew.research.seeds import all_finished
 
     cache = cache if cache is not None else DataCache()
-
-    units = {model: (tuple(base_layers), model, list(seeds), out / model) for model in models}
-    results = {}
-    if jobs != 1:  # what is finished is only read back, below
-        todo = {model: units[model] for model in models if not all_finished(out / model, seeds)}
+    units = plan.model_units()
+    if jobs != 1:
+        todo = [unit.config for unit in units.values() if not unit.finished()]
         if len(todo) > 1:
-            load_text_vectors_first(base_layers, list(todo), seeds[0], cache, log)
-        results = train_side_by_side(train_model, todo, jobs, log=log)
-    for model in models:
-        if model not in results:
-            results[model] = train_model(units[model], cache, log)
-    return {model: results[model] for model in models}
+            load_text_vectors_first(todo, plan.seeds[0], cache, log)
+    return train_units(units, jobs, cache, log)
 
 
 def load_text_vectors_first(
-    base_layers: Sequence[dict], models: Sequence[str], seed: int, cache: Any, log
+    configs: Sequence[TrainConfig], seed: int, cache: Any, log: Callable[[str], None]
 ) -> None:
-    """Load the data of the first of ``models`` that reads the text block here, before their
-    processes start: text vectors missing from the cache are encoded once, with this process's
-    every thread, and the processes read them from the cache. (Left to the processes, one would
-    encode with its share of the threads while the others wait: ``cache_lock``.)"""
+    """Load the data of the first of ``configs`` whose model reads the text block here, before
+    their processes start: text vectors missing from the cache are encoded once, with this
+    process's every thread, and the processes read them from the cache. (Left to the processes,
+    one would encode with its share of the threads while the others wait: ``cache_lock``.)"""
     from coldbrew.registry import model_spec
+    from coldbrew.research.seeds import seed_config
 
-    for model in models:
-        if model_spec(model).reads_text_vectors:
-            config = make_config(*base_layers, {"model": model, "seed": seed})
+    for config in configs:
+        if model_spec(config.model).reads_text_vectors:
             log(f"loading {config.data} once before the processes start (its text vectors)")
-            cache(config)
+            cache(seed_config(config, seed))
             return
 
 
@@ -262,19 +269,20 @@ def check_blend_objective(results: dict, objective: str, run_dir: Path) -> None:
         )
 
 
-def share(claims, base_layers, models, blends, seeds, out, folds, objective, cache, log) -> None:
-    """This worker's share of the board in ``out``, through ``claims``
+def share(
+    claims: str, plan: BoardPlan, objective: str, cache: Any, log: Callable[[str], None]
+) -> None:
+    """This worker's share of the board ``plan``, through ``claims``
     (``coldbrew.research.claims.board``): its runs, then its blends, made as without claims."""
     from coldbrew.research.boards.cross_validation import blend_on_folds
     from coldbrew.research.claims.board import share_board
 
-    options = {"seeds": seeds, "out": out, "objective": objective, "log": log}
-    if folds:
-        make_blends = partial(blend_on_folds, folds=folds, cache=cache, **options)
+    options = {"seeds": plan.seeds, "out": plan.out, "objective": objective, "log": log}
+    if plan.folds:
+        make_blends = partial(blend_on_folds, folds=plan.folds, cache=cache, **options)
     else:
         make_blends = partial(blend_models, **options)
-    layers = (base_layers, models, blends, seeds, out, folds)
-    share_board(claims, *layers, make_blends=make_blends, cache=cache, log=log)
+    share_board(claims, plan, make_blends=make_blends, cache=cache, log=log)
 
 
 def table_lock(out: Path):
@@ -311,28 +319,24 @@ def leaderboard(
 
     out = Path(out)
     check_out_dir(out)
-    check_layers(base_layers, models)  # every option is checked before anything is trained
-    folds = make_config(*base_layers, {"model": models[0]}).folds
-    models, blends = with_earlier(out, models, blends, base_layers)
+    plan = plan_board(base_layers, models, blends, seeds, out)  # each option checked here
     out.mkdir(parents=True, exist_ok=True)
     cache = DataCache()
     if claims is not None:
         jobs = 1  # each worker is one process; the board is read back once all is done
-        share(claims, base_layers, models, blends, seeds, out, folds, blend_objective, cache, log)
+        share(claims, plan, blend_objective, cache, log)
     with RunLock(out) if claims is None else table_lock(out):
-        board = {"seeds": list(seeds), "conventions": list(conventions), "folds": folds}
-        if folds:
+        board = {"seeds": list(seeds), "conventions": list(conventions), "folds": plan.folds}
+        if plan.folds:
             from coldbrew.research.boards.cross_validation import cross_validated_board
 
             options = {"objective": blend_objective, "jobs": jobs, "cache": cache, "log": log}
             if jobs != 1:
-                load_text_vectors_first(base_layers, models, seeds[0], cache, log)
-            board |= cross_validated_board(
-                base_layers, models, blends, seeds, out, folds, conventions, **options
-            )
+                load_text_vectors_first(plan.configs, seeds[0], cache, log)
+            board |= cross_validated_board(plan, conventions, **options)
         else:
-            trained = train_models(base_layers, models, seeds, out, jobs=jobs, cache=cache, log=log)
-            trained |= blend_models(blends, seeds, out, objective=blend_objective, log=log)
+            trained = train_models(plan, jobs=jobs, cache=cache, log=log)
+            trained |= blend_models(plan.blends, seeds, out, objective=blend_objective, log=log)
             board["rows"] = [model_row(name, trained, out, conventions, cache) for name in trained]
         header, cells = table_cells(board["rows"])
         write_json(board, out / LEADERBOARD_JSON)

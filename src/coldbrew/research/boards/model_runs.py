@@ -1,17 +1,74 @@
-"""A board's runs of one model: ``OUT/MODEL``, a multi-seed run with the board's settings,
-trained, resumed or read back (``train_model``), and refused when an earlier call trained it
-with other settings (``check_same_settings``). ``coldbrew.research.boards.leaderboard`` and
-``coldbrew.research.boards.cross_validation`` both train through here.
+"""A board's runs. ``BoardPlan`` is what a board trains, made once at its top
+(``coldbrew.research.boards.leaderboard.plan_board``): one ``TrainConfig`` per model, the
+blends, the seeds and the folder. A ``RunUnit`` is one model's multi-seed run (``OUT/MODEL``,
+or a fold's) with the settings it trains with; ``train_model`` trains, resumes or reads it back,
+and refuses it when an earlier call trained it with other settings (``check_same_settings``).
+``coldbrew.research.boards.leaderboard``, ``coldbrew.research.boards.cross_validation`` and
+``coldbrew.research.claims.board`` all train through here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coldbrew.config import TrainConfig, make_config
 from coldbrew.errors import ColdbrewError
+from coldbrew.research.boards.blend_names import Member
+
+
+@dataclass(frozen=True)
+class RunUnit:
+    """One model's seeds in one multi-seed run: the settings they train with (the model's, with
+    a fold's or a final run's changes), the seeds and the run's folder. It pickles, so a process
+    of ``coldbrew.research.search.parallel`` can train it."""
+
+    config: TrainConfig
+    seeds: tuple[int, ...]
+    run_dir: Path
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @property
+    def name(self) -> str:
+        """How logs and processes call it: ``clcrec``, or ``clcrec/fold-2`` for a fold's run."""
+        fold = self.config.fold
+        return self.model if fold is None else f"{self.model}/fold-{fold}"
+
+    def finished(self) -> bool:
+        """Whether training it would only read its results back."""
+        from coldbrew.research.seeds import all_finished
+
+        return all_finished(self.run_dir, self.seeds)
+
+
+@dataclass(frozen=True)
+class BoardPlan:
+    """What a board trains, made once and passed down: each model's settings (one config per
+    model, in the board's order), the blends of their runs, the seeds and the board's folder."""
+
+    configs: tuple[TrainConfig, ...]
+    blends: tuple[Sequence[Member], ...]
+    seeds: tuple[int, ...]
+    out: Path
+
+    @property
+    def models(self) -> list[str]:
+        return [config.model for config in self.configs]
+
+    @property
+    def folds(self) -> int:
+        """The cold-item folds (0: none); every model has the same (a run option they share)."""
+        return self.configs[0].folds
+
+    def model_units(self) -> dict[str, RunUnit]:
+        """``{"clcrec": its run OUT/clcrec}``: each model's run with the board's settings."""
+        units = [RunUnit(c, self.seeds, self.out / c.model) for c in self.configs]
+        return {unit.name: unit for unit in units}
 
 
 def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
@@ -33,17 +90,34 @@ def check_same_settings(run_dir: Path, config: TrainConfig) -> None:
         )
 
 
-def train_model(unit: tuple, cache: Any, log: Callable[[str], None]) -> dict:
-    """One model's seeds in a multi-seed run (``unit``: base layers, model, seeds, its
-    directory: ``OUT/MODEL``, or a fold's), resumed where an earlier call stopped; ``cache``
-    loads each seed's data once. A module-level function, so processes can run it."""
+def train_model(unit: RunUnit, cache: Any, log: Callable[[str], None]) -> dict:
+    """One model's seeds in its multi-seed run (``unit``), resumed where an earlier call
+    stopped; ``cache`` loads each seed's data once. A module-level function, so processes can
+    run it."""
     from coldbrew.research.seeds import is_multi_seed_run, train_seeds
 
-    base_layers, model, seeds, run_dir = unit
-    config = make_config(*base_layers, {"model": model})
-    resume = is_multi_seed_run(run_dir)
+    resume = is_multi_seed_run(unit.run_dir)
     if resume:
-        check_same_settings(run_dir, config)
-    log(f"{model}: {'continuing' if resume else 'training'} seeds {seeds} in {run_dir}")
+        check_same_settings(unit.run_dir, unit.config)
+    seeds = list(unit.seeds)
+    log(f"{unit.model}: {'continuing' if resume else 'training'} seeds {seeds} in {unit.run_dir}")
     options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
-    return train_seeds(config, run_dir, seeds, resume=resume, **options)
+    return train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
+
+
+def train_units(
+    units: Mapping[str, RunUnit], jobs: int | str, cache: Any, log: Callable[[str], None]
+) -> dict[str, dict]:
+    """``{name: train_model(unit)}`` in the order given: with ``jobs`` other than 1, the units
+    not finished yet in that many processes (``coldbrew.research.search.parallel``); the rest
+    here, one after another (what is finished is only read back)."""
+    from coldbrew.research.search.parallel import train_side_by_side
+
+    done = {}
+    if jobs != 1:
+        todo = {name: unit for name, unit in units.items() if not unit.finished()}
+        done = train_side_by_side(train_model, todo, jobs, log=log)
+    return {
+        name: done[name] if name in done else train_model(unit, cache, log)
+        for name, unit in units.items()
+    }

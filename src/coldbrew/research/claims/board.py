@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coldbrew.research.boards.blend_names import Member, blend_name, member_name
+
+if TYPE_CHECKING:
+    from coldbrew.research.boards.model_runs import BoardPlan, RunUnit
 
 POLL_SECONDS = 2.0  # how often a worker with nothing to claim looks again
 
@@ -57,45 +59,36 @@ def run_claimed(
         mine.append(name)
 
 
-def claim_models(base_layers, models, seeds, out: Path, claims, cache, log) -> None:
+def claim_models(plan: BoardPlan, claims, cache, log) -> None:
     """Each model's multi-seed run, ``OUT/MODEL``, through ``claims``."""
     from coldbrew.research.boards.model_runs import train_model
 
-    def unit_of(model: str) -> tuple:
-        return (tuple(base_layers), model, list(seeds), out / model)
-
-    run_claimed(list(models), unit_of, train_model, claims, cache, log)
+    units = plan.model_units()
+    run_claimed(list(units), units.__getitem__, train_model, claims, cache, log)
 
 
-def claim_folds(base_layers, models, seeds, out: Path, folds: int, claims, cache, log) -> None:
+def claim_folds(plan: BoardPlan, claims, cache, log) -> None:
     """Every model's folds, then its final run (its epochs read from its folds), through
     ``claims``."""
     from coldbrew.research.boards.cross_validation import (
         chosen_epochs,
         final_unit,
-        fold_dir,
-        fold_histories,
-        fold_unit,
-        mean_curve,
-        read_monitor,
+        fold_curve,
+        fold_units,
     )
     from coldbrew.research.boards.model_runs import train_model
 
-    names = {f"{model}/fold-{fold}": (model, fold) for model in models for fold in range(folds)}
+    units = fold_units(plan)
+    run_claimed(list(units), units.__getitem__, train_model, claims, cache, log)
 
-    def fold_of(name: str) -> tuple:
-        model, fold = names[name]
-        return fold_unit(base_layers, model, seeds, out, fold)
+    configs = {config.model: config for config in plan.configs}
 
-    run_claimed(list(names), fold_of, train_model, claims, cache, log)
-
-    def final_of(name: str) -> tuple:
+    def final_of(name: str) -> RunUnit:
         model = name.removesuffix("/final")
-        monitor = read_monitor(fold_dir(out, model, 0) / "results.json")
-        epochs = chosen_epochs(mean_curve(fold_histories(out, model, folds, seeds), monitor))
-        return final_unit(base_layers, model, seeds, out, epochs)
+        _, curve = fold_curve(plan.out, model, plan.folds, plan.seeds)
+        return final_unit(configs[model], plan.seeds, plan.out, chosen_epochs(curve))
 
-    finals = [f"{model}/final" for model in models]
+    finals = [f"{model}/final" for model in configs]
     run_claimed(finals, final_of, train_model, claims, cache, log)
 
 
@@ -120,27 +113,22 @@ def claim_blends(
 
 def share_board(
     where: str,
-    base_layers: Sequence[dict],
-    models: Sequence[str],
-    blends: Sequence[Sequence[Member]],
-    seeds: Sequence[int],
-    out: Path,
-    folds: int,
+    plan: BoardPlan,
     *,
     make_blends: Callable[[list], Any],
     cache: Any,
     log: Callable[[str], None],
 ) -> None:
-    """Train this worker's share of the board in ``out`` through the claims in ``where``,
-    until every unit is done (by any worker). The claims' scope is the board's folder name."""
+    """Train this worker's share of the board ``plan`` through the claims in ``where``, until
+    every unit is done (by any worker). The claims' scope is the board's folder name."""
     from coldbrew.research.claims.units import Claims
 
-    claims = Claims.open(where, scope=f"leaderboard:{out.name}")
+    claims = Claims.open(where, scope=f"leaderboard:{plan.out.name}")
     try:
-        if folds:
-            claim_folds(base_layers, models, seeds, out, folds, claims, cache, log)
+        if plan.folds:
+            claim_folds(plan, claims, cache, log)
         else:
-            claim_models(base_layers, models, seeds, out, claims, cache, log)
-        claim_blends(blends, make_blends, claims, cache, log)
+            claim_models(plan, claims, cache, log)
+        claim_blends(plan.blends, make_blends, claims, cache, log)
     finally:
         claims.close()

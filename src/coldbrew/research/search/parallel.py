@@ -6,8 +6,10 @@ with ``threads`` torch threads, set before its first torch work, and its own cac
 keeps one ``coldbrew.research.search.study.DataCache`` for all its units, so it loads the dataset and
 text vectors once per seed. The units are handed out in the order given, each to the first
 process that is free. ``work(unit, cache, log)`` must be a module-level function (the new
-process imports it by name); what it prints, warnings included, comes back to ``log`` line by
-line as ``[name] line``; progress bars are off there (its output is no terminal).
+process imports it by name), and each unit must pickle (a board's unit is a
+``coldbrew.research.boards.model_runs.RunUnit``); what ``work`` prints, warnings included, comes
+back to ``log`` line by line as ``[name] line``; progress bars are off there (its output is no
+terminal).
 
 Errors: the first unit that raises stops the hand-out; the units already running finish (what
 they write is whole, as in one process) and the error is raised again here, the same class and
