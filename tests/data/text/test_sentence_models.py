@@ -13,12 +13,8 @@ import torch.nn.functional as F
 
 from coldbrew.data import features, load_dataset
 from coldbrew.data.text import backbones, embedder, mpnet_package
-from coldbrew.data.text.sentence_models import (
-    check_text_encoder,
-    read_sentence_folder,
-    sentence_model,
-    split_budget,
-)
+from coldbrew.data.text.sentence_folders import read_sentence_folder
+from coldbrew.data.text.sentence_models import check_text_encoder, sentence_model, split_budget
 from coldbrew.errors import DataError
 from lm_support import ITEM_TEXTS
 from sentence_support import tiny_sentence_folder
