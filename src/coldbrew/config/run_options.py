@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldbrew.config.checks import check_device_name, parse_monitor
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, TextEncoder
 from coldbrew.errors import ColdbrewError
 from coldbrew.options import check_fields, option
 
@@ -33,8 +34,8 @@ class TrainConfig:
         "synthetic", "dataset directory or name (ml-100k, ml-1m-coldstart, synthetic)"
     )
     features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
-    text_encoder: str = option(
-        "minilm",
+    text_encoder: TextEncoder = option(
+        DEFAULT_TEXT_ENCODER,
         "sentence encoder of text features: minilm (384-d), mpnet (768-d; make install-mpnet) "
         "or the path of a sentence-transformers folder; NAME@TOKENS reads at most TOKENS of "
         "each text (mpnet@128); A+B joins encoders' vectors side by side (minilm+mpnet@128)",
@@ -167,6 +168,9 @@ class TrainConfig:
         spec = model_spec(self.model)
         if self.model_options is None:
             self.model_options = spec.config()
+        # the one check of the choice, once every layer is merged (a layer may give the new
+        # place of a moved folder that an earlier one names); a parsed one is kept as it is
+        self.text_encoder = TextEncoder.parse(self.text_encoder)
 
     def resolved_ks(self) -> list[int]:
         return sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))
@@ -186,9 +190,6 @@ class TrainConfig:
         if not self.resolved_ks():
             raise ColdbrewError("option 'ks' needs at least one cut-off")
         check_device_name(self.device)
-        from coldbrew.data.text.sentence_models import check_text_encoder
-
-        check_text_encoder(self.text_encoder)
         from coldbrew.data.splits.cold_split import parse_cold_split
 
         parse_cold_split(self.cold_split)
@@ -206,6 +207,7 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         """Flat run settings, then the model's section under its name (how config.yaml reads)."""
         flat = {f.name: getattr(self, f.name) for f in run_fields().values()}
+        flat["text_encoder"] = self.text_encoder.spelling  # as written: a plain string
         return {**flat, self.model: dataclasses.asdict(self.model_options)}
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
 from coldbrew.data.tables.settings import not_own_tables
-from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, TextEncoder
 from coldbrew.errors import DataError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def load_dataset(
     trust_pickle: bool = False,
     features: Sequence[str] | str | None = None,
     seed: int = DEFAULT_SEED,
-    text_encoder: str = DEFAULT_TEXT_ENCODER,
+    text_encoder: str | TextEncoder = DEFAULT_TEXT_ENCODER,
     text_vectors: bool = True,
     layout: Mapping[str, Any] | None = None,
     **options,
@@ -56,8 +56,9 @@ def load_dataset(
     ``seed`` (0..2**32 - 1) draws the split where the source has none of its own (raw
     MovieLens, synthetic data); its default is the training default, so a plain load shows the
     split ``train`` uses unless told another seed. ``text_encoder`` embeds item texts where the
-    source has them (``minilm``, ``mpnet`` or a sentence-transformers folder; see
-    ``coldbrew.data.text.sentence_models``); a source whose text is word ids ignores it, with a note.
+    source has them (``minilm``, ``mpnet`` or a sentence-transformers folder, or a run's
+    ``TextEncoder``; see ``coldbrew.data.text.sentence_models``); a source whose text is word
+    ids ignores it, with a note.
     ``text_vectors=False`` leaves the sentence-encoded ``text`` block out whatever
     ``features`` says, so no encoder runs (for a model that reads the item texts itself: the
     LM); the texts stay in ``Dataset.item_text``.
@@ -66,7 +67,7 @@ def load_dataset(
     from coldbrew.data.dataset import check_seed
 
     seed = check_seed(seed)
-    text_encoder = check_text_encoder(text_encoder)
+    encoder = TextEncoder.parse(text_encoder)
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     if str(path_or_name).split(":")[0] == "synthetic":
@@ -75,7 +76,7 @@ def load_dataset(
         if layout:
             raise not_own_tables(str(path_or_name))
         dataset = synthetic.load(str(path_or_name), features=features, seed=seed, **options)
-        return _note_unused_encoder(dataset, text_encoder)
+        return _note_unused_encoder(dataset, encoder)
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
@@ -87,7 +88,7 @@ def load_dataset(
             path,
             features=features,
             seed=seed,
-            text_encoder=text_encoder,
+            text_encoder=encoder,
             text_vectors=text_vectors,
             layout=dict(layout or {}),
             **options,
@@ -101,7 +102,7 @@ def load_dataset(
             dataset = module.load(
                 path, trust_pickle=trust_pickle, features=features, seed=seed, **options
             )
-            return _note_unused_encoder(dataset, text_encoder)
+            return _note_unused_encoder(dataset, encoder)
         if not text_vectors:  # these loaders offer genre and text: keep what is asked but text
             from coldbrew.data.features import DEFAULT_MODALITIES
 
@@ -111,7 +112,7 @@ def load_dataset(
             trust_pickle=trust_pickle,
             features=features,
             seed=seed,
-            text_encoder=text_encoder,
+            text_encoder=encoder,
             **options,
         )
     from coldbrew.data.loaders import recbole
@@ -121,7 +122,7 @@ def load_dataset(
             path,
             features=features,
             seed=seed,
-            text_encoder=text_encoder,
+            text_encoder=encoder,
             text_vectors=text_vectors,
             **options,
         )
@@ -132,10 +133,10 @@ def load_dataset(
     )
 
 
-def _note_unused_encoder(dataset: Dataset, text_encoder: str) -> Dataset:
-    if text_encoder != DEFAULT_TEXT_ENCODER:
+def _note_unused_encoder(dataset: Dataset, encoder: TextEncoder) -> Dataset:
+    if encoder != DEFAULT_TEXT_ENCODER:
         dataset.notes.append(
-            f"text_encoder {text_encoder!r} unused: {dataset.name} has no item texts to encode"
+            f"text_encoder {encoder.spelling!r} unused: {dataset.name} has no item texts to encode"
         )
     return dataset
 

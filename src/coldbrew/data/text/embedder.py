@@ -138,18 +138,6 @@ def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -
     return f"{backbone_identity(backbone)}|{pooling}-pool|{scale}|max-length-{max_length}"
 
 
-def encoder_identity(choice: str) -> str:
-    """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet or a folder): the same
-    for one model wherever its folder lies, another for another model (even of the same width).
-    Joined members (``minilm+mpnet@128``): their keys in order, joined by `` + ``."""
-    from coldbrew.data.text.sentence_models import member_models
-
-    return " + ".join(
-        encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
-        for model in member_models(choice, progress=False)
-    )
-
-
 def _encode(
     texts: list[str],
     loaded: LoadedBackbone,
