@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
@@ -80,14 +81,34 @@ def load_dataset(
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
-    from coldbrew.data.loaders import clcrec_layout, csv_coldstart, movielens
+    options.update(features=features, seed=seed)
+    return _load_folder(
+        path,
+        trust_pickle=trust_pickle,
+        encoder=encoder,
+        text_vectors=text_vectors,
+        layout=layout,
+        options=options,
+    )
+
+
+def _load_folder(
+    path: Path,
+    *,
+    trust_pickle: bool,
+    encoder: TextEncoder,
+    text_vectors: bool,
+    layout: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Dataset:
+    """The dataset in ``path`` by the loader of the format it holds (``options``: the
+    loader's, ``features`` and ``seed`` among them)."""
+    from coldbrew.data.loaders import clcrec_layout, csv_coldstart, movielens, recbole
     from coldbrew.data.tables import reader
 
     if reader.detect(path, layout):  # coldbrew.yaml or --layout names the files: it wins
         return reader.load(
             path,
-            features=features,
-            seed=seed,
             text_encoder=encoder,
             text_vectors=text_vectors,
             layout=dict(layout or {}),
@@ -95,37 +116,20 @@ def load_dataset(
         )
     if layout:
         raise not_own_tables(str(path))
-    for module in (clcrec_layout, csv_coldstart, movielens):
+    if clcrec_layout.detect(path):  # its text is word ids: no sentence encoder
+        dataset = clcrec_layout.load(path, trust_pickle=trust_pickle, **options)
+        return _note_unused_encoder(dataset, encoder)
+    for module in (csv_coldstart, movielens):
         if not module.detect(path):
             continue
-        if module is clcrec_layout:  # its text is word ids: no sentence encoder
-            dataset = module.load(
-                path, trust_pickle=trust_pickle, features=features, seed=seed, **options
-            )
-            return _note_unused_encoder(dataset, encoder)
         if not text_vectors:  # these loaders offer genre and text: keep what is asked but text
             from coldbrew.data.features import DEFAULT_MODALITIES
 
-            features = [name for name in features or DEFAULT_MODALITIES if name != "text"]
-        return module.load(
-            path,
-            trust_pickle=trust_pickle,
-            features=features,
-            seed=seed,
-            text_encoder=encoder,
-            **options,
-        )
-    from coldbrew.data.loaders import recbole
-
+            asked = options["features"] or DEFAULT_MODALITIES
+            options["features"] = [name for name in asked if name != "text"]
+        return module.load(path, trust_pickle=trust_pickle, text_encoder=encoder, **options)
     if recbole.detect(path):
-        return recbole.load(
-            path,
-            features=features,
-            seed=seed,
-            text_encoder=encoder,
-            text_vectors=text_vectors,
-            **options,
-        )
+        return recbole.load(path, text_encoder=encoder, text_vectors=text_vectors, **options)
     raise DataError(
         f"{path}: no known dataset layout (expected a coldbrew.yaml naming your files, which "
         "'coldbrew data init FILES...' writes; CLCRec .npy files, train.csv + cold_val.csv, "
