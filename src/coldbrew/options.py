@@ -50,9 +50,9 @@ def _base(hint: Hint) -> tuple[Hint, bool]:
 
 
 def _spelled(base: Hint) -> bool:
-    """Whether ``base`` is a value type written as one string (``TextEncoder``, whose
-    ``parse`` reads it): ``coerce`` keeps it as text, and the dataclass holding it parses it
-    once, after every layer is merged (a later layer may mend an earlier one's value)."""
+    """Whether ``base`` is a value type written as one string, which its ``parse`` classmethod
+    reads (the text encoder's choice): ``coerce`` keeps it as text, and the dataclass holding
+    it parses it once, after every layer is merged (a later layer may mend an earlier one's)."""
     return isinstance(base, type) and callable(getattr(base, "parse", None))
 
 
@@ -137,7 +137,7 @@ def coerce(key: str, value: Any, hint: Hint, *, from_text: bool = False) -> Any:
             raise ValueError(value)
         if base in (int, float):
             return _parse_number(value, base, from_text)
-        if base is str or _spelled(base):  # a spelled value stays text (or is parsed already)
+        if base is str or _spelled(base):  # a spelled value stays text (or is parsed)
             if isinstance(value, str | base):
                 return value
             raise ValueError(value)
