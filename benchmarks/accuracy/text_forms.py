@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from coldbrew.data import load_dataset
-from coldbrew.data.features import text_embeddings
+from coldbrew.data.features import TextEncoding, text_embeddings
 from coldbrew.data.tables.content import joined_texts
 
 FIELDS = ("title", "year", "genres", "director", "cast", "plot")
@@ -57,7 +57,8 @@ def joined(items: pd.DataFrame, columns: tuple[str, ...], labels: bool) -> list[
 def encode(texts: list[str], encoder: str):
     """``(items, width)`` vectors; an empty text gets zeros."""
     present = [position for position, text in enumerate(texts) if text]
-    vectors = text_embeddings([texts[p] for p in present], {"text_encoder": encoder}).numpy()
+    encoding = TextEncoding.of({"text_encoder": encoder})
+    vectors = text_embeddings([texts[p] for p in present], encoding).numpy()
     block = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
     block[present] = vectors
     return block

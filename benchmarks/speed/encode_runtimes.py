@@ -109,9 +109,14 @@ def main() -> None:
         for round_ in range(args.rounds + 1):  # round 0 warms up
             for name, forward in forwards.items():
                 started = time.perf_counter()
-                vectors[name] = _encode(texts, loaded, pooling=model.pooling, normalize=model.normalize,
-                                        max_length=model.max_length, batch_size=args.batch_size,
-                                        progress=False, forward=forward)  # fmt: skip
+                vectors[name] = _encode(
+                    texts,
+                    loaded,
+                    model,
+                    batch_size=args.batch_size,
+                    progress=False,
+                    forward=forward,
+                )
                 if round_:
                     seconds[name].append(time.perf_counter() - started)
         print(f"threads {threads}, load after {load()}")

@@ -21,6 +21,7 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
@@ -33,31 +34,13 @@ from coldbrew.data.text.sentence_models import sentence_model
 
 
 def encode(texts, loaded, model, budget, batch_size, sorted_batches, forward=None):
+    settings = replace(model, max_length=budget)
+    how = {"batch_size": batch_size, "progress": False, "forward": forward}
     if sorted_batches:
-        return _encode(
-            texts,
-            loaded,
-            pooling=model.pooling,
-            normalize=model.normalize,
-            max_length=budget,
-            batch_size=batch_size,
-            progress=False,
-            forward=forward,
-        )
+        return _encode(texts, loaded, settings, **how)
     parts = []  # the texts' own order: each batch pads to its longest text
     for start in range(0, len(texts), batch_size):
-        parts.append(
-            _encode(
-                texts[start : start + batch_size],
-                loaded,
-                pooling=model.pooling,
-                normalize=model.normalize,
-                max_length=budget,
-                batch_size=batch_size,
-                progress=False,
-                forward=forward,
-            )
-        )
+        parts.append(_encode(texts[start : start + batch_size], loaded, settings, **how))
     return torch.cat(parts)
 
 

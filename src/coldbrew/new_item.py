@@ -11,9 +11,13 @@ describes them: ``{"name", "width", "columns"?}``, in order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict
+
 import numpy as np
 import torch
 
+from coldbrew.data.text.sentence_folders import SentenceModel
 from coldbrew.errors import ColdbrewError
 
 ZERO_FEATURES = "the item's features are all zero: its users are ranked from no content at all"
@@ -53,19 +57,6 @@ def per_column_refusal(dataset) -> str:
     )
 
 
-def text_encoder_identity(config) -> dict:
-    """The sentence encoder that made the data's ``text`` block (name, backbone, pooling ...);
-    joined encoders (``minilm+mpnet@128``): the name and ``members``, each member's settings."""
-    from dataclasses import asdict
-
-    from coldbrew.data.text.sentence_models import member_models
-
-    models = [asdict(model) for model in member_models(config.text_encoder, progress=False)]
-    if len(models) > 1:
-        return {"name": config.text_encoder, "members": models}
-    return {"name": config.text_encoder, **models[0]}
-
-
 def describe_blocks(blocks: list[dict]) -> str:
     """``genre (19 columns: Action, Adventure, ...)``, block after block."""
     parts = []
@@ -91,13 +82,12 @@ def needs_other_blocks(blocks: list[dict], text_block: str, how: str) -> str:
 
 
 class TextBlockEncoder:
-    """A text's row of the ``text`` block, by the sentence encoder ``identity`` describes
-    (``text_encoder_identity``; each of its ``members`` side by side), loaded once, on the CPU
-    as the data's vectors were made."""
+    """A text's row of the ``text`` block, by the sentence encoder whose members' settings
+    are ``models`` (``TextEncoder.models``, or an export's ``described_models``; each
+    member's vectors side by side), loaded once, on the CPU as the data's vectors were made."""
 
-    def __init__(self, identity: dict):
-        self.identity = identity
-        self.members = identity.get("members") or [identity]
+    def __init__(self, models: Sequence[SentenceModel]):
+        self.members = list(models)
         self.backbones: list = [None] * len(self.members)
 
     def warm_up(self) -> None:
@@ -106,7 +96,7 @@ class TextBlockEncoder:
 
         for index, member in enumerate(self.members):
             if self.backbones[index] is None:
-                self.backbones[index] = load_backbone(member["backbone"], "cpu", progress=False)
+                self.backbones[index] = load_backbone(member.backbone, "cpu", progress=False)
 
     def encode(self, text: str) -> np.ndarray:
         """``(1, width)`` float32: ``text`` as the data's text block encodes an item's text."""
@@ -116,10 +106,7 @@ class TextBlockEncoder:
         rows = [
             encode_texts(
                 [text],
-                backbone=member["backbone"],
-                pooling=member["pooling"],
-                normalize=member["normalize"],
-                max_length=member["max_length"],
+                **asdict(member),
                 cache=None,
                 progress=False,
                 device="cpu",

@@ -49,10 +49,19 @@ def _base(hint: Hint) -> tuple[Hint, bool]:
     return hint, False
 
 
+def _spelled(base: Hint) -> bool:
+    """Whether ``base`` is a value type written as one string, which its ``parse`` classmethod
+    reads (the text encoder's choice): ``coerce`` keeps it as text, and the dataclass holding
+    it parses it once, after every layer is merged (a later layer may mend an earlier one's)."""
+    return isinstance(base, type) and callable(getattr(base, "parse", None))
+
+
 def describe(hint: Hint) -> str:
     base, optional = _base(hint)
     names = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-    if typing.get_origin(base) is list:
+    if _spelled(base):
+        text = names[str]
+    elif typing.get_origin(base) is list:
         (inner,) = typing.get_args(base)
         text = f"a list of {'integers' if inner is int else 'strings'} (e.g. 10,20)"
     else:
@@ -128,8 +137,8 @@ def coerce(key: str, value: Any, hint: Hint, *, from_text: bool = False) -> Any:
             raise ValueError(value)
         if base in (int, float):
             return _parse_number(value, base, from_text)
-        if base is str:
-            if isinstance(value, str):
+        if base is str or _spelled(base):  # a spelled value stays text (or is parsed)
+            if isinstance(value, str | base):
                 return value
             raise ValueError(value)
     except ValueError:

@@ -99,7 +99,6 @@ class LoadedRun:
             item_blocks,
             needs_other_blocks,
             other_blocks,
-            text_encoder_identity,
         )
 
         blocks = item_blocks(self.dataset)
@@ -108,7 +107,7 @@ class LoadedRun:
             how += "--item-vector FILE.npy (item_columns or item_features in Python)"
             raise ColdbrewError(needs_other_blocks(blocks, text_block, how))
         if self.texts is None:
-            self.texts = TextBlockEncoder(text_encoder_identity(self.config))
+            self.texts = TextBlockEncoder(self.config.text_encoder.models(progress=False))
         return full_row(blocks, text_block, self.texts.encode(text), others)
 
     def vector_layout(self) -> list[dict]:
@@ -306,7 +305,7 @@ def load_run(
     (another model is refused)."""
     from coldbrew.registry import model_spec
     from coldbrew.research.seeds import is_multi_seed_run, saved_seeds, seed_dir
-    from coldbrew.training.run_evaluation import check_text_encoder_override, load_best_model
+    from coldbrew.training.run_evaluation import encoder_override, load_best_model
 
     if is_multi_seed_run(run_dir):
         seeds = saved_seeds(run_dir)
@@ -314,9 +313,8 @@ def load_run(
             f"{run_dir} is a multi-seed run (seeds {', '.join(map(str, seeds))}): recommend "
             f"from one seed's run, e.g. --run {seed_dir(run_dir, seeds[0])}"
         )
-    if text_encoder is not None:
-        check_text_encoder_override(Path(run_dir), text_encoder, allow_other=None)
-    options = {"data": data, "device": device, "text_encoder": text_encoder, "layout": layout}
+    encoder, _ = encoder_override(Path(run_dir), text_encoder, allow_other=None)
+    options = {"data": data, "device": device, "text_encoder": encoder, "layout": layout}
     config, dataset, model, target = load_best_model(run_dir, **options)
     if model_spec(config.model).task != "recommendation":
         raise ColdbrewError(f"{run_dir} is a {config.model} run: recommend needs a recommender")

@@ -76,8 +76,8 @@ def test_train_records_the_encoder_and_evaluate_reuses_it(data, encoder, tmp_pat
 
 
 def test_the_option_is_a_typed_run_setting(encoder):
-    assert make_config({}).text_encoder == "minilm"
-    assert make_config({"text_encoder": "mpnet"}).text_encoder == "mpnet"
+    assert make_config({}).text_encoder.spelling == "minilm"
+    assert make_config({"text_encoder": "mpnet"}).text_encoder.spelling == "mpnet"
     assert make_config({"text-encoder": encoder}).to_dict()["text_encoder"] == encoder
     with pytest.raises(ColdbrewError, match="option text_encoder: 'gpt2' is neither"):
         make_config({"text_encoder": "gpt2"})

@@ -51,10 +51,10 @@ def assert_restored(original: Path, restored: Path) -> None:
 
 
 def embeddings(folder: Path, monkeypatch, tmp_path: Path) -> torch.Tensor:
-    from coldbrew.data.features import text_embeddings
+    from coldbrew.data.features import TextEncoding, text_embeddings
 
     monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
-    return text_embeddings(TEXTS, {"text_encoder": str(folder), "progress": False})
+    return text_embeddings(TEXTS, TextEncoding.of({"text_encoder": str(folder), "progress": False}))
 
 
 def test_a_packed_model_is_restored_to_its_float16_rounding(tmp_path):

@@ -382,5 +382,5 @@ def test_the_run_records_a_text_encoder_folder_as_an_absolute_path(tmp_path, mon
     (tmp_path / "encoder").mkdir()
     monkeypatch.chdir(tmp_path)
     config = absolute_data(make_config({**FAST, "text_encoder": "encoder"}))
-    assert config.text_encoder == str(tmp_path / "encoder")
-    assert absolute_data(make_config(FAST)).text_encoder == "minilm"
+    assert config.text_encoder.spelling == str(tmp_path / "encoder")
+    assert absolute_data(make_config(FAST)).text_encoder.spelling == "minilm"

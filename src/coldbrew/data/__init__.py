@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coldbrew.data.paths import cache_dir, resolve_data_path
 from coldbrew.data.tables.settings import not_own_tables
-from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, check_text_encoder
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, TextEncoder
 from coldbrew.errors import DataError
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def load_dataset(
     trust_pickle: bool = False,
     features: Sequence[str] | str | None = None,
     seed: int = DEFAULT_SEED,
-    text_encoder: str = DEFAULT_TEXT_ENCODER,
+    text_encoder: str | TextEncoder = DEFAULT_TEXT_ENCODER,
     text_vectors: bool = True,
     layout: Mapping[str, Any] | None = None,
     **options,
@@ -56,8 +57,9 @@ def load_dataset(
     ``seed`` (0..2**32 - 1) draws the split where the source has none of its own (raw
     MovieLens, synthetic data); its default is the training default, so a plain load shows the
     split ``train`` uses unless told another seed. ``text_encoder`` embeds item texts where the
-    source has them (``minilm``, ``mpnet`` or a sentence-transformers folder; see
-    ``coldbrew.data.text.sentence_models``); a source whose text is word ids ignores it, with a note.
+    source has them (``minilm``, ``mpnet`` or a sentence-transformers folder, or a run's
+    ``TextEncoder``; see ``coldbrew.data.text.sentence_models``); a source whose text is word
+    ids ignores it, with a note.
     ``text_vectors=False`` leaves the sentence-encoded ``text`` block out whatever
     ``features`` says, so no encoder runs (for a model that reads the item texts itself: the
     LM); the texts stay in ``Dataset.item_text``.
@@ -66,7 +68,7 @@ def load_dataset(
     from coldbrew.data.dataset import check_seed
 
     seed = check_seed(seed)
-    text_encoder = check_text_encoder(text_encoder)
+    encoder = TextEncoder.parse(text_encoder)
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     if str(path_or_name).split(":")[0] == "synthetic":
@@ -75,56 +77,59 @@ def load_dataset(
         if layout:
             raise not_own_tables(str(path_or_name))
         dataset = synthetic.load(str(path_or_name), features=features, seed=seed, **options)
-        return _note_unused_encoder(dataset, text_encoder)
+        return _note_unused_encoder(dataset, encoder)
     path = resolve_data_path(path_or_name)
     if not path.is_dir():
         raise DataError(f"{path} is not a directory")
-    from coldbrew.data.loaders import clcrec_layout, csv_coldstart, movielens
+    options.update(features=features, seed=seed)
+    return _load_folder(
+        path,
+        trust_pickle=trust_pickle,
+        encoder=encoder,
+        text_vectors=text_vectors,
+        layout=layout,
+        options=options,
+    )
+
+
+def _load_folder(
+    path: Path,
+    *,
+    trust_pickle: bool,
+    encoder: TextEncoder,
+    text_vectors: bool,
+    layout: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Dataset:
+    """The dataset in ``path`` by the loader of the format it holds (``options``: the
+    loader's, ``features`` and ``seed`` among them)."""
+    from coldbrew.data.loaders import clcrec_layout, csv_coldstart, movielens, recbole
     from coldbrew.data.tables import reader
 
     if reader.detect(path, layout):  # coldbrew.yaml or --layout names the files: it wins
         return reader.load(
             path,
-            features=features,
-            seed=seed,
-            text_encoder=text_encoder,
+            text_encoder=encoder,
             text_vectors=text_vectors,
             layout=dict(layout or {}),
             **options,
         )
     if layout:
         raise not_own_tables(str(path))
-    for module in (clcrec_layout, csv_coldstart, movielens):
+    if clcrec_layout.detect(path):  # its text is word ids: no sentence encoder
+        dataset = clcrec_layout.load(path, trust_pickle=trust_pickle, **options)
+        return _note_unused_encoder(dataset, encoder)
+    for module in (csv_coldstart, movielens):
         if not module.detect(path):
             continue
-        if module is clcrec_layout:  # its text is word ids: no sentence encoder
-            dataset = module.load(
-                path, trust_pickle=trust_pickle, features=features, seed=seed, **options
-            )
-            return _note_unused_encoder(dataset, text_encoder)
         if not text_vectors:  # these loaders offer genre and text: keep what is asked but text
             from coldbrew.data.features import DEFAULT_MODALITIES
 
-            features = [name for name in features or DEFAULT_MODALITIES if name != "text"]
-        return module.load(
-            path,
-            trust_pickle=trust_pickle,
-            features=features,
-            seed=seed,
-            text_encoder=text_encoder,
-            **options,
-        )
-    from coldbrew.data.loaders import recbole
-
+            asked = options["features"] or DEFAULT_MODALITIES
+            options["features"] = [name for name in asked if name != "text"]
+        return module.load(path, trust_pickle=trust_pickle, text_encoder=encoder, **options)
     if recbole.detect(path):
-        return recbole.load(
-            path,
-            features=features,
-            seed=seed,
-            text_encoder=text_encoder,
-            text_vectors=text_vectors,
-            **options,
-        )
+        return recbole.load(path, text_encoder=encoder, text_vectors=text_vectors, **options)
     raise DataError(
         f"{path}: no known dataset layout (expected a coldbrew.yaml naming your files, which "
         "'coldbrew data init FILES...' writes; CLCRec .npy files, train.csv + cold_val.csv, "
@@ -132,10 +137,10 @@ def load_dataset(
     )
 
 
-def _note_unused_encoder(dataset: Dataset, text_encoder: str) -> Dataset:
-    if text_encoder != DEFAULT_TEXT_ENCODER:
+def _note_unused_encoder(dataset: Dataset, encoder: TextEncoder) -> Dataset:
+    if encoder != DEFAULT_TEXT_ENCODER:
         dataset.notes.append(
-            f"text_encoder {text_encoder!r} unused: {dataset.name} has no item texts to encode"
+            f"text_encoder {encoder.spelling!r} unused: {dataset.name} has no item texts to encode"
         )
     return dataset
 

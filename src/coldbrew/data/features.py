@@ -12,14 +12,15 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import torch
 
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, TextEncoder
 from coldbrew.errors import DataError
 
 DEFAULT_MODALITIES = ("genre", "text")
-# loader options passed on to the text encoder (text_encoder: see coldbrew.data.text.sentence_models)
+# the loader options that say how item texts are encoded (read once: TextEncoding.of)
 TEXT_OPTIONS = ("progress", "text_batch_size", "text_encoder")
 TEXT_EXTRA_HINT = "text features need the [text] extra: pip install 'coldbrew[text]'"
 # Order and labels of the optional per-item fields in ``item_texts``.
@@ -192,22 +193,36 @@ def check_options(dataset: str, options: Mapping[str, object], known: Sequence[s
         raise DataError(f"{dataset}: unknown option(s) {unknown}; known: {list(known)}")
 
 
-def text_embeddings(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
-    """``encode_texts`` with the loader options ``progress``, ``text_batch_size`` and
-    ``text_encoder`` (minilm, mpnet or a sentence-transformers folder; default minilm). Joined
-    encoders (``minilm+mpnet@128``) give each member's vectors side by side, each encoded (or
-    read) under its own cache entry; ``sentence_models.member_models`` says why unscaled."""
-    from coldbrew.data.text.embedder import encode_texts
-    from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, member_models
+@dataclass(frozen=True)
+class TextEncoding:
+    """How a loader encodes item texts: the ``TextEncoder`` and the batch size and progress
+    of the encode (``of`` reads them from the loader's options, once)."""
 
-    batch_size = int(options.get("text_batch_size", 64))  # type: ignore[arg-type]
-    progress = bool(options.get("progress", True))
-    models = member_models(
-        str(options.get("text_encoder", DEFAULT_TEXT_ENCODER)), progress=progress
-    )
+    encoder: TextEncoder = DEFAULT_TEXT_ENCODER
+    progress: bool = True
+    batch_size: int = 64
+
+    @classmethod
+    def of(cls, options: Mapping[str, object]) -> TextEncoding:
+        """The loader options ``text_encoder`` (a ``TextEncoder``, or a spelling it parses:
+        ``Dataset.from_frames`` takes one), ``progress`` and ``text_batch_size``."""
+        return cls(
+            TextEncoder.parse(options.get("text_encoder", DEFAULT_TEXT_ENCODER)),
+            bool(options.get("progress", True)),
+            int(options.get("text_batch_size", 64)),  # type: ignore[arg-type]
+        )
+
+
+def text_embeddings(texts: list[str], encoding: TextEncoding) -> torch.Tensor:
+    """``encode_texts`` by each of ``encoding.encoder``'s members: a joined encoder
+    (``minilm+mpnet@128``) gives each member's vectors side by side, each encoded (or read)
+    under its own cache entry; ``TextEncoder.models`` says why unscaled."""
+    from coldbrew.data.text.embedder import encode_texts
+
+    progress, batch_size = encoding.progress, encoding.batch_size
     # each model's backbone, pooling, normalize and max_length, by encode_texts's names
     blocks = [
         encode_texts(texts, **asdict(model), batch_size=batch_size, progress=progress)
-        for model in models
+        for model in encoding.encoder.models(progress=progress)
     ]
     return blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)

@@ -330,7 +330,7 @@ def load_catalogue(
 
 def _from_run(run_dir: Path, index: str | None) -> Catalogue:
     from coldbrew.recommend import load_run
-    from coldbrew.serving.export import manifest_of, run_vectors
+    from coldbrew.serving.export import manifest_of, run_vectors, text_block_models
 
     loaded = load_run(run_dir, device="cpu")
     vectors = run_vectors(loaded)
@@ -341,13 +341,14 @@ def _from_run(run_dir: Path, index: str | None) -> Catalogue:
     if recipe["reads"] is None:
         catalogue.encoder_error = recipe["why"]
     else:
-        catalogue.encoder = NewItemEncoder(loaded.model, recipe, info["text_encoder"])
+        catalogue.encoder = NewItemEncoder(loaded.model, recipe, text_block_models(info))
     _attach_index(catalogue, index)
     return catalogue
 
 
 def _from_export(folder: Path, index: str | None) -> Catalogue:
     from coldbrew.errors import ColdbrewError
+    from coldbrew.serving.export import text_block_models
     from coldbrew.serving.export_format import INDEX, read_manifest, read_vectors
     from coldbrew.serving.index import read_index
     from coldbrew.serving.new_items import model_from_export
@@ -366,7 +367,7 @@ def _from_export(folder: Path, index: str | None) -> Catalogue:
     else:
         try:
             model = model_from_export(folder, manifest)
-            catalogue.encoder = NewItemEncoder(model, recipe, manifest.get("text_encoder"))
+            catalogue.encoder = NewItemEncoder(model, recipe, text_block_models(manifest))
         except (ColdbrewError, OSError) as error:
             catalogue.encoder_error = f"new items cannot be scored from this export: {error}"
     if index is None and (folder / INDEX).is_file():

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from coldbrew.data.text.sentence_folders import SentenceModel
 from coldbrew.errors import ColdbrewError
 from coldbrew.serving.export_format import Vectors, data_digest, write_export
 
@@ -103,7 +104,6 @@ def new_item_recipe(loaded) -> dict:
 
 
 def manifest_of(loaded, vectors: Vectors) -> dict:
-    from coldbrew.new_item import text_encoder_identity
     from coldbrew.serving.versions import serving_versions
 
     config, dataset = loaded.config, loaded.dataset
@@ -112,7 +112,7 @@ def manifest_of(loaded, vectors: Vectors) -> dict:
     recipe = new_item_recipe(loaded)
     text_encoder = None
     if recipe.get("text_block"):  # the LM (reads "text") encodes with its own backbone
-        text_encoder = text_encoder_identity(config)
+        text_encoder = config.text_encoder.description()
     return {
         "model": config.model,
         "run": str(Path(loaded.run_dir).resolve()),
@@ -134,6 +134,15 @@ def manifest_of(loaded, vectors: Vectors) -> dict:
         "text_encoder": text_encoder,
         "versions": serving_versions(),
     }
+
+
+def text_block_models(manifest: dict) -> list[SentenceModel] | None:
+    """The sentence encoder members that fill a new item's ``text`` block, as ``manifest``
+    records them (``manifest_of``); None when its model reads no text block."""
+    from coldbrew.data.text.sentence_models import described_models
+
+    described = manifest.get("text_encoder")
+    return None if described is None else described_models(described)
 
 
 def model_state_parts(state: dict) -> tuple[dict, dict]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from coldbrew.data.text.sentence_folders import SentenceModel
 from coldbrew.errors import ColdbrewError
 from coldbrew.new_item import (
     ZERO_FEATURES,
@@ -42,11 +43,11 @@ class BadRequest(ColdbrewError):
 class NewItemEncoder:
     """``vector(text, features) -> (D,)`` float32 tensor, one request at a time."""
 
-    def __init__(self, model, recipe: dict, text_encoder: dict | None):
-        self.model, self.recipe, self.text_encoder = model, recipe, text_encoder
+    def __init__(self, model, recipe: dict, text_models: list[SentenceModel] | None):
+        self.model, self.recipe = model, recipe
         self.lock = threading.Lock()  # one encoding at a time: two would share 2 cores anyway
         self.text_block = recipe.get("text_block")
-        self.texts = TextBlockEncoder(text_encoder) if self.text_block else None
+        self.texts = TextBlockEncoder(text_models) if self.text_block else None
 
     @property
     def blocks(self) -> list[dict]:

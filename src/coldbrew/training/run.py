@@ -362,10 +362,8 @@ def finish_run(
         "history": state.history,
     }
     if "text" in getattr(dataset, "features", {}) and getattr(dataset, "item_text", None):
-        from coldbrew.data.text.embedder import encoder_identity
-
         # what evaluate --text-encoder compares against, even after the folder has moved
-        results["text_encoder_identity"] = encoder_identity(config.text_encoder)
+        results["text_encoder_identity"] = config.text_encoder.identity()
     for hook in trainer.hooks:
         hook.finish(results, run_dir)
     write_json(results, run_dir / RESULTS)

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from coldbrew.config import TrainConfig
-from coldbrew.data.text.sentence_models import absolute_encoder
 from coldbrew.errors import ColdbrewError
 
 
@@ -43,5 +42,5 @@ def absolute_data(config: TrainConfig) -> TrainConfig:
     path = Path(config.data).expanduser()
     if config.data != "synthetic" and not config.data.startswith("synthetic:") and path.exists():
         config.data = str(path.resolve())
-    config.text_encoder = absolute_encoder(config.text_encoder)  # folders found from anywhere
+    config.text_encoder = config.text_encoder.absolute()  # folders found from anywhere
     return config

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from coldbrew.config import load_saved_config, make_config
 from coldbrew.data.dataset import EVALUATION_SPLITS
-from coldbrew.errors import ColdbrewError
+from coldbrew.data.text.sentence_models import DEFAULT_TEXT_ENCODER, TextEncoder
+from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.evaluation.plan import check_cold_candidates
 from coldbrew.evaluation.protocols import check_protocol
 from coldbrew.registry import model_spec
@@ -37,7 +38,7 @@ def load_best_model(
     data: str | None = None,
     device: str = "auto",
     trust_pickle: bool | None = None,
-    text_encoder: str | None = None,
+    text_encoder: str | TextEncoder | None = None,
     load_data=None,
     layout: dict | None = None,
 ):
@@ -93,18 +94,16 @@ def load_best_model(
 OTHER_ENCODER_OUTPUT = "evaluation-other-encoder.json"
 
 
-def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: bool | None) -> bool:
-    """Whether ``text_encoder`` is another model than the run's (refused unless
-    ``allow_other``; None: refused without offering ``--allow-other-encoder``, as
-    ``recommend`` has none); the same model moved elsewhere is not. A run that reads no text is
-    refused: the option would change nothing."""
-    import json
-
-    from coldbrew.data.text.embedder import encoder_identity
-    from coldbrew.errors import DataError
-
-    if not (run_dir / CONFIG).exists():
-        return False  # load_best_model says what is wrong
+def encoder_override(
+    run_dir: Path, text_encoder: str | TextEncoder | None, allow_other: bool | None
+) -> tuple[TextEncoder | None, bool]:
+    """``text_encoder`` parsed (None when not given, or when RUN_DIR is no run:
+    ``load_best_model`` says so), and whether it is another model than the run's (refused
+    unless ``allow_other``; None: refused without offering ``--allow-other-encoder``, as
+    ``recommend`` has none); the same model moved elsewhere is not. A run that reads no text
+    is refused: the option would change nothing."""
+    if text_encoder is None or not (run_dir / CONFIG).exists():
+        return None, False
     saved = load_saved_config(run_dir / CONFIG)
     features = saved.get("features")
     if features is not None and "text" not in features:
@@ -112,19 +111,13 @@ def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: b
             f"{run_dir} reads no text features (features: {', '.join(features)}): "
             "--text-encoder would change nothing; leave it out"
         )
-    recorded = None
-    if (run_dir / "results.json").exists():
-        recorded = json.loads((run_dir / "results.json").read_text()).get("text_encoder_identity")
-    if recorded is None:
-        try:
-            recorded = encoder_identity(str(saved.get("text_encoder", "minilm")))
-        except DataError:
-            return False  # moved and unrecorded (a run from before): taken as the same model
-    if encoder_identity(text_encoder) == recorded:
-        return False
+    encoder = TextEncoder.parse(text_encoder)
+    recorded = trained_identity(run_dir, saved)
+    if recorded is None or encoder.identity() == recorded:
+        return encoder, False
     if not allow_other:
         raise ColdbrewError(
-            f"--text-encoder {text_encoder} is another model than the one {run_dir} was trained "
+            f"--text-encoder {encoder} is another model than the one {run_dir} was trained "
             f"with ({saved.get('text_encoder')}): its vectors mean other things to the "
             "checkpoint. Give the run's own encoder (its new folder if it moved)"
             + (
@@ -134,7 +127,23 @@ def check_text_encoder_override(run_dir: Path, text_encoder: str, allow_other: b
                 else ""
             )
         )
-    return True
+    return encoder, True
+
+
+def trained_identity(run_dir: Path, saved: dict) -> str | None:
+    """The identity of the text encoder RUN_DIR was trained with: the one its results record,
+    else (a run from before that record) its saved choice's; None when that choice is a folder
+    since moved (taken as the same model)."""
+    import json
+
+    if (run_dir / "results.json").exists():
+        recorded = json.loads((run_dir / "results.json").read_text()).get("text_encoder_identity")
+        if recorded is not None:
+            return recorded
+    try:
+        return TextEncoder.parse(saved.get("text_encoder", DEFAULT_TEXT_ENCODER)).identity()
+    except DataError:
+        return None
 
 
 def evaluate_run(
@@ -146,7 +155,7 @@ def evaluate_run(
     trust_pickle: bool | None = None,
     protocol: str | None = None,
     cold_candidates: str | None = None,
-    text_encoder: str | None = None,
+    text_encoder: str | TextEncoder | None = None,
     output: str = "evaluation.json",
     allow_other_encoder: bool = False,
     load_data=None,
@@ -165,9 +174,8 @@ def evaluate_run(
     """
     from coldbrew.tasks import build_task
 
-    if text_encoder is not None:
-        other = check_text_encoder_override(Path(run_dir), text_encoder, allow_other_encoder)
-        output = OTHER_ENCODER_OUTPUT if other else output
+    encoder, other = encoder_override(Path(run_dir), text_encoder, allow_other_encoder)
+    output = OTHER_ENCODER_OUTPUT if other else output
 
     if protocol is not None:
         check_protocol(protocol)  # refused before anything is loaded
@@ -178,7 +186,7 @@ def evaluate_run(
         data=data,
         device=device,
         trust_pickle=trust_pickle,
-        text_encoder=text_encoder,
+        text_encoder=encoder,
         load_data=load_data,
         layout=layout,
     )
@@ -206,7 +214,7 @@ def evaluate_run(
         "data": config.data,
         "protocol": config.protocol,
         "cold_candidates": config.cold_candidates,
-        "text_encoder": config.text_encoder,
+        "text_encoder": config.text_encoder.spelling,
         "selection": getattr(dataset, "selection", None),
         "metrics": metrics,
         "eval_seconds": time.perf_counter() - started,  # ranking only, not loading

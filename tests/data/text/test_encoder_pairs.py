@@ -11,11 +11,10 @@ import pytest
 import torch
 
 from coldbrew.data import features, load_dataset
-from coldbrew.data.text import backbones, embedder
+from coldbrew.data.text import backbones
 from coldbrew.data.text.sentence_models import (
-    absolute_encoder,
-    check_text_encoder,
-    member_models,
+    TextEncoder,
+    described_models,
     sentence_model,
     split_members,
 )
@@ -36,7 +35,12 @@ def folders(tmp_path_factory):
 
 
 def block(value: str) -> torch.Tensor:
-    return features.text_embeddings(TEXTS, {"text_encoder": value, "progress": False})
+    encoding = features.TextEncoding(TextEncoder.parse(value), progress=False)
+    return features.text_embeddings(TEXTS, encoding)
+
+
+def identity(value: str) -> str:
+    return TextEncoder.parse(value).identity()
 
 
 def refuse_loading(*args, **kwargs):
@@ -48,29 +52,30 @@ def test_members_are_split_on_plus_and_checked_each(folders):
     first, second = map(str, folders)
     assert split_members("minilm+mpnet@128") == ["minilm", "mpnet@128"]
     assert split_members("mpnet@128") == ["mpnet@128"]
-    assert check_text_encoder(f"minilm+{first}@16+{second}") == f"minilm+{first}@16+{second}"
-    assert check_text_encoder("mpnet+mpnet@128") == "mpnet+mpnet@128"  # other vectors
+    joined = f"minilm+{first}@16+{second}"
+    assert TextEncoder.parse(joined).spelling == joined
+    assert TextEncoder.parse("mpnet+mpnet@128").spelling == "mpnet+mpnet@128"  # other vectors
     with pytest.raises(DataError, match=r"'bert' in 'minilm\+bert' is neither minilm, mpnet"):
-        check_text_encoder("minilm+bert")
+        TextEncoder.parse("minilm+bert")
     with pytest.raises(DataError, match=r"token budget after '@' must be a positive"):
-        check_text_encoder("minilm+mpnet@0")
+        TextEncoder.parse("minilm+mpnet@0")
 
 
 @pytest.mark.parametrize("value", ["minilm+", "+mpnet", "minilm++mpnet", "minilm+ "])
 def test_an_empty_member_is_refused(value):
     with pytest.raises(DataError, match=r"has an empty member; join two or more encoders"):
-        check_text_encoder(value)
+        TextEncoder.parse(value)
 
 
 def test_a_repeated_member_is_refused(folders, monkeypatch):
     with pytest.raises(DataError, match=r"names 'minilm' twice \('minilm'\); each member"):
-        check_text_encoder("minilm+minilm")
+        TextEncoder.parse("minilm+minilm")
     with pytest.raises(DataError, match=r"names 'mpnet@64' twice"):
-        check_text_encoder("mpnet@64+minilm+mpnet@64")
+        TextEncoder.parse("mpnet@64+minilm+mpnet@64")
     first = folders[0]
     monkeypatch.chdir(first.parent)  # one folder spelled two ways
     with pytest.raises(DataError, match="twice"):
-        check_text_encoder(f"{first}+{first.name}")
+        TextEncoder.parse(f"{first}+{first.name}")
 
 
 def test_a_folder_whose_name_holds_a_plus_is_one_member(folders, tmp_path):
@@ -80,14 +85,14 @@ def test_a_folder_whose_name_holds_a_plus_is_one_member(folders, tmp_path):
     assert split_members(f"{plus}@8") == [f"{plus}@8"]
     assert split_members(f"{plus}+minilm") == [str(plus), "minilm"]
     assert split_members(f"minilm+{plus}@8") == ["minilm", f"{plus}@8"]
-    assert check_text_encoder(str(plus)) == str(plus)
+    assert TextEncoder.parse(str(plus)).spelling == str(plus)
     assert sentence_model(str(plus)).max_length == 64
     torch.testing.assert_close(block(str(plus)), block(str(folders[0])), rtol=0, atol=0)
 
 
 def test_a_pair_is_resolved_member_by_member(folders):
     first, second = map(str, folders)
-    models = member_models(f"{first}+{second}@16")
+    models = TextEncoder.parse(f"{first}+{second}@16").models()
     assert [model.max_length for model in models] == [64, 16]
     assert models[0] == sentence_model(first)
     with pytest.raises(DataError, match="joins several encoders"):
@@ -98,8 +103,9 @@ def test_a_run_records_pair_folders_by_their_absolute_paths(folders, monkeypatch
     first, second = folders
     monkeypatch.chdir(first.parent)
     value = f"mpnet@128+{first.name}+{second.name}@16"
-    assert absolute_encoder(value) == f"mpnet@128+{first.resolve()}+{second.resolve()}@16"
-    assert absolute_encoder("minilm+mpnet@128") == "minilm+mpnet@128"
+    absolute = TextEncoder.parse(value).absolute().spelling
+    assert absolute == f"mpnet@128+{first.resolve()}+{second.resolve()}@16"
+    assert TextEncoder.parse("minilm+mpnet@128").absolute().spelling == "minilm+mpnet@128"
 
 
 # ------------------------------------------------------------------------------ the vectors
@@ -123,9 +129,9 @@ def test_the_pair_block_is_the_members_side_by_side_and_adds_no_cache_entry(
 
 def test_a_pair_identity_names_both_members_in_order(folders):
     first, second = map(str, folders)
-    pair = embedder.encoder_identity(f"{first}+{second}")
-    assert pair == " + ".join(map(embedder.encoder_identity, (first, second)))
-    assert pair != embedder.encoder_identity(f"{second}+{first}")
+    pair = identity(f"{first}+{second}")
+    assert pair == " + ".join(map(identity, (first, second)))
+    assert pair != identity(f"{second}+{first}")
 
 
 def test_load_dataset_joins_the_members_text_blocks(folders, tmp_path):
@@ -155,7 +161,7 @@ def test_a_pair_run_is_recorded_evaluated_exported_and_scores_a_text(folders, tm
     results = json.loads((run / "results.json").read_text())
     assert results["config"]["text_encoder"] == pair
     assert results["dataset"]["features"]["text"][1] == 64
-    assert results["text_encoder_identity"] == embedder.encoder_identity(pair)
+    assert results["text_encoder_identity"] == identity(pair)
     assert main(["evaluate", "--run", str(run), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"]["val"] == results["metrics"]["val"]
     assert main(["evaluate", "--run", str(run), "--text-encoder", first]) == 2
@@ -165,9 +171,10 @@ def test_a_pair_run_is_recorded_evaluated_exported_and_scores_a_text(folders, tm
     recorded = manifest["text_encoder"]
     assert recorded["name"] == pair and len(recorded["members"]) == 2
     text = "Film 13 (1999). Genres: Action."
-    row = TextBlockEncoder(recorded).encode(text)
+    row = TextBlockEncoder(described_models(recorded)).encode(text)
     members = [
-        features.text_embeddings([text], {"text_encoder": m}) for m in (first, f"{second}@16")
+        features.text_embeddings([text], features.TextEncoding(TextEncoder.parse(m)))
+        for m in (first, f"{second}@16")
     ]
     expected = torch.cat(members, dim=1).numpy()
     assert row.shape == (1, 64)

@@ -155,11 +155,11 @@ needs_mpnet = pytest.mark.skipif(
 def test_real_mpnet_assembles_and_encodes_768_d_unit_vectors(tmp_path, monkeypatch):
     import torch
 
-    from coldbrew.data.features import text_embeddings
+    from coldbrew.data.features import TextEncoding, text_embeddings
 
     monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path))
     texts = ["Heat (1995). Genres: Action, Crime, Thriller.", "Babe (1995). Genres: Comedy."]
-    vectors = text_embeddings(texts, {"text_encoder": "mpnet", "progress": False})
+    vectors = text_embeddings(texts, TextEncoding.of({"text_encoder": "mpnet", "progress": False}))
     assert vectors.shape == (2, 768)
     torch.testing.assert_close(vectors.norm(dim=1), torch.ones(2))
     if importlib.util.find_spec("sentence_transformers"):  # the reference implementation

@@ -13,12 +13,8 @@ import torch.nn.functional as F
 
 from coldbrew.data import features, load_dataset
 from coldbrew.data.text import backbones, embedder, mpnet_package
-from coldbrew.data.text.sentence_models import (
-    check_text_encoder,
-    read_sentence_folder,
-    sentence_model,
-    split_budget,
-)
+from coldbrew.data.text.sentence_folders import read_sentence_folder
+from coldbrew.data.text.sentence_models import TextEncoder, sentence_model, split_budget
 from coldbrew.errors import DataError
 from lm_support import ITEM_TEXTS
 from sentence_support import tiny_sentence_folder
@@ -56,17 +52,22 @@ def reference_vectors(
     return torch.stack(rows)
 
 
+def embeddings(texts: list[str], **options) -> torch.Tensor:
+    """The text block of ``texts`` as a loader given ``options`` encodes it."""
+    return features.text_embeddings(texts, features.TextEncoding.of(options))
+
+
 # ------------------------------------------------------------------------------ the choice
 def test_check_accepts_names_and_folders_and_refuses_the_rest(folder, tmp_path):
-    assert check_text_encoder("minilm") == "minilm"
-    assert check_text_encoder("mpnet") == "mpnet"
-    assert check_text_encoder(str(folder)) == str(folder)
+    assert TextEncoder.parse("minilm").spelling == "minilm"
+    assert TextEncoder.parse("mpnet").spelling == "mpnet"
+    assert TextEncoder.parse(str(folder)).spelling == str(folder)
     with pytest.raises(DataError, match=r"'bert' is neither minilm, mpnet or a sentence-trans"):
-        check_text_encoder("bert")
+        TextEncoder.parse("bert")
     with pytest.raises(DataError, match="no such folder"):
-        check_text_encoder(str(tmp_path / "absent"))
+        TextEncoder.parse(str(tmp_path / "absent"))
     with pytest.raises(DataError, match="option text_encoder: expected"):
-        check_text_encoder(3)
+        TextEncoder.parse(3)
 
 
 @needs_minilm
@@ -98,15 +99,15 @@ def test_mpnet_key_differs_from_minilm_without_reading_a_file():
 
 # ------------------------------------------------------------------------------ a token budget
 def test_a_budget_is_checked_without_reading_and_named_in_errors(folder):
-    assert check_text_encoder("mpnet@128") == "mpnet@128"
-    assert check_text_encoder(f"{folder}@16") == f"{folder}@16"
+    assert TextEncoder.parse("mpnet@128").spelling == "mpnet@128"
+    assert TextEncoder.parse(f"{folder}@16").spelling == f"{folder}@16"
     assert split_budget("mpnet@128") == ("mpnet", 128)
     assert split_budget("mpnet") == ("mpnet", None)
     for bad in ("mpnet@0", "mpnet@", "mpnet@12x", "mpnet@-3"):
         with pytest.raises(DataError, match=r"token budget after '@' must be a positive whole"):
-            check_text_encoder(bad)
+            TextEncoder.parse(bad)
     with pytest.raises(DataError, match=r"'bert@12' is neither minilm, mpnet"):
-        check_text_encoder("bert@12")
+        TextEncoder.parse("bert@12")
 
 
 def test_a_budget_shortens_the_folder_length_and_changes_the_key(folder):
@@ -118,16 +119,15 @@ def test_a_budget_shortens_the_folder_length_and_changes_the_key(folder):
         own.normalize,
     )
     assert (own.max_length, short.max_length) == (64, 16)
-    assert embedder.encoder_identity(f"{folder}@16") != embedder.encoder_identity(str(folder))
+    budgeted, whole = (TextEncoder.parse(v).identity() for v in (f"{folder}@16", str(folder)))
+    assert budgeted != whole
     with pytest.raises(DataError, match=r"reads at most 64 tokens of a text; a budget may only"):
         sentence_model(f"{folder}@65")
 
 
 def test_budgeted_vectors_are_each_texts_first_tokens_pooled(folder):
     texts = ITEM_TEXTS[:5]
-    vectors = features.text_embeddings(
-        texts, {"text_encoder": f"{folder}@6", "progress": False, "text_batch_size": 2}
-    )
+    vectors = embeddings(texts, text_encoder=f"{folder}@6", progress=False, text_batch_size=2)
     torch.testing.assert_close(
         vectors, reference_vectors(folder, texts, "mean", True, 6), atol=1e-5, rtol=1e-4
     )
@@ -149,8 +149,10 @@ def test_a_run_records_a_budgeted_folder_by_its_absolute_path(folder, monkeypatc
 
     monkeypatch.chdir(folder.parent)
     config = absolute_data(TrainConfig(text_encoder=f"{folder.name}@16"))
-    assert config.text_encoder == f"{folder.resolve()}@16"
-    assert absolute_data(TrainConfig(text_encoder="mpnet@128")).text_encoder == "mpnet@128"
+    assert config.text_encoder.spelling == f"{folder.resolve()}@16"
+    assert absolute_data(TrainConfig(text_encoder="mpnet@128")).text_encoder.spelling == (
+        "mpnet@128"
+    )
 
 
 # ------------------------------------------------------------------------------ a folder
@@ -198,9 +200,7 @@ def test_folder_vectors_match_per_text_references(tmp_path, pooling, normalize):
     """The loader's text feature for a PATH == each text pooled alone by hand."""
     location = tiny_sentence_folder(tmp_path / "model", pooling=pooling, normalize=normalize)
     texts = ITEM_TEXTS[:5]
-    vectors = features.text_embeddings(
-        texts, {"text_encoder": str(location), "progress": False, "text_batch_size": 2}
-    )
+    vectors = embeddings(texts, text_encoder=str(location), progress=False, text_batch_size=2)
     expected = reference_vectors(location, texts, pooling, normalize)
     torch.testing.assert_close(vectors, expected, atol=1e-5, rtol=1e-4)
     norms = vectors.norm(dim=1)
@@ -211,17 +211,17 @@ def test_folder_vectors_match_per_text_references(tmp_path, pooling, normalize):
 def test_cache_entries_of_two_encoders_never_mix(folder, tmp_path, monkeypatch):
     texts = ITEM_TEXTS[:4]
     other = tiny_sentence_folder(tmp_path / "other", seed=1)  # same shapes, other weights
-    first = features.text_embeddings(texts, {"text_encoder": str(folder), "progress": False})
-    second = features.text_embeddings(texts, {"text_encoder": str(other), "progress": False})
+    first = embeddings(texts, text_encoder=str(folder), progress=False)
+    second = embeddings(texts, text_encoder=str(other), progress=False)
     assert not torch.allclose(first, second)
     cache = tmp_path / "cache" / "text"
     assert len(list(cache.glob("*.npy"))) == 2  # one file per encoder for the same texts
 
     # both cached now: neither is loaded again, and each gets its own vectors back
     monkeypatch.setattr(backbones, "load_backbone", refuse_loading)
-    again = features.text_embeddings(texts, {"text_encoder": str(folder), "progress": False})
+    again = embeddings(texts, text_encoder=str(folder), progress=False)
     torch.testing.assert_close(again, first, rtol=0, atol=0)
-    again = features.text_embeddings(texts, {"text_encoder": str(other), "progress": False})
+    again = embeddings(texts, text_encoder=str(other), progress=False)
     torch.testing.assert_close(again, second, rtol=0, atol=0)
 
 

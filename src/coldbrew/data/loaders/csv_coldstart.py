@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
+    TextEncoding,
     check_options,
     display_title,
     genre_columns,
@@ -76,6 +77,7 @@ def load(
     """
     check_seed(seed)
     check_options(path.name, options, LOADER_OPTIONS)
+    encoding = TextEncoding.of(options)
     notes: list[str] = []
     item_ids, titles, genres = read_items(path / "items.csv")
     user_ids, matrices = _read_interactions(path, item_ids, notes)
@@ -95,7 +97,7 @@ def load(
         )
     available = {
         "genre": lambda: genre_multi_hot(genres)[0],
-        "text": lambda: text_embeddings(texts, options),
+        "text": lambda: text_embeddings(texts, encoding),
     }
     return Dataset(
         name=path.name,

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from coldbrew.data.dataset import DEFAULT_SEED, Dataset, check_seed, interactions_to_csr
 from coldbrew.data.features import (
     TEXT_OPTIONS,
+    TextEncoding,
     check_options,
     display_title,
     genre_columns,
@@ -69,6 +70,7 @@ def load(
     ``options``: ``cold_fraction`` (0.2), ``progress`` and ``text_batch_size`` (text encoder).
     """
     check_options(path.name, options, LOADER_OPTIONS)
+    encoding = TextEncoding.of(options)
     notes: list[str] = []
     genre_names = read_genre_names(path / "u.genre")
     item_ids, titles, genres = read_items(path / "u.item", genre_names)
@@ -90,7 +92,7 @@ def load(
         user_text = [by_user[int(user)] for user in user_ids]
     available = {
         "genre": lambda: genre_multi_hot(genres, genre_names)[0],
-        "text": lambda: text_embeddings(texts, options),
+        "text": lambda: text_embeddings(texts, encoding),
     }
     return Dataset(
         name=path.name,

@@ -26,7 +26,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from coldbrew.data.features import TEXT_EXTRA_HINT, text_embeddings, text_encoder_available
+from coldbrew.data.features import (
+    TEXT_EXTRA_HINT,
+    TextEncoding,
+    text_embeddings,
+    text_encoder_available,
+)
 from coldbrew.errors import DataError
 
 MAX_CATEGORIES = 2000  # a category block keeps its most frequent values (a note says so)
@@ -69,14 +74,17 @@ class Content:
                     raise DataError(TEXT_EXTRA_HINT)
                 notes.append(f"text features skipped: {TEXT_EXTRA_HINT}")
                 continue
-            features[name] = self.text_block(options) if name == "text" else self.factories[name]()
+            if name == "text":  # the loader's options say how (TextEncoding.of)
+                features[name] = self.text_block(TextEncoding.of(options))
+            else:
+                features[name] = self.factories[name]()
         return features
 
-    def text_block(self, options: Mapping[str, object]) -> torch.Tensor:
+    def text_block(self, encoding: TextEncoding) -> torch.Tensor:
         """The joined texts encoded, or each column's texts encoded and put side by side."""
         if self.column_texts is None:
-            return encoded(self.texts or [], options)
-        return torch.hstack([encoded(texts, options) for texts in self.column_texts])
+            return encoded(self.texts or [], encoding)
+        return torch.hstack([encoded(texts, encoding) for texts in self.column_texts])
 
 
 def item_content(
@@ -138,7 +146,8 @@ def item_content(
             for column, texts in zip(text, content.column_texts, strict=True):
                 if not any(texts):
                     raise DataError(f"text column {column!r} is empty for every item: leave it out")
-        content.factories["text"] = lambda: content.text_block({})  # select passes the options
+        # the block's name; select encodes it as the loader's options say (text_block)
+        content.factories["text"] = lambda: content.text_block(TextEncoding())
     return content
 
 
@@ -169,7 +178,7 @@ def joined_texts(items: pd.DataFrame, columns: list[str], separator: str = "|") 
     return joined.tolist()
 
 
-def encoded(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
+def encoded(texts: list[str], encoding: TextEncoding) -> torch.Tensor:
     """The text block: each distinct non-empty text encoded once, zeros for the empty ones.
 
     The distinct texts go to the encoder sorted, so its cache entry is the same whatever the
@@ -177,7 +186,7 @@ def encoded(texts: list[str], options: Mapping[str, object]) -> torch.Tensor:
     distinct = sorted({value for value in texts if value})
     if not distinct:
         raise DataError("no item has any text in its text columns: leave text out, or fill it")
-    vectors = text_embeddings(distinct, options)
+    vectors = text_embeddings(distinct, encoding)
     row_of = {value: row for row, value in enumerate(distinct)}
     present = [position for position, value in enumerate(texts) if value]
     rows = torch.as_tensor([row_of[texts[position]] for position in present], dtype=torch.long)

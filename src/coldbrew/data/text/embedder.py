@@ -43,6 +43,7 @@ from coldbrew.data.text.backbones import (
     pool,
     resolve_pooling,
 )
+from coldbrew.data.text.sentence_folders import SentenceModel
 
 ENCODER_ID = f"{PACKAGED_IDENTITY}|mean-pool|l2-normalise|max-length-256"  # the default's key
 MAX_LENGTH = 256
@@ -77,16 +78,13 @@ def encode_texts(
     if not texts:
         width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
         return torch.zeros(0, width, dtype=torch.float32)
-    pooling = resolve_pooling(pooling, backbone)
-    encoder_id = encoder_key(backbone, pooling, normalize, max_length)
+    settings = SentenceModel(backbone, resolve_pooling(pooling, backbone), normalize, max_length)
+    encoder_id = encoder_key(backbone, settings.pooling, normalize, max_length)
     cache_file = _cache_file(texts, cache, encoder_id)
     encode = partial(
         _encode_missing,
         texts,
-        backbone=backbone,
-        pooling=pooling,
-        max_length=max_length,
-        normalize=normalize,
+        settings=settings,
         batch_size=batch_size,
         progress=progress,
         device=device,
@@ -101,10 +99,7 @@ def encode_texts(
 def _encode_missing(
     texts: list[str],
     *,
-    backbone: str,
-    pooling: str,
-    max_length: int,
-    normalize: bool,
+    settings: SentenceModel,
     batch_size: int,
     progress: bool,
     device: torch.device | str | None,
@@ -119,7 +114,7 @@ def _encode_missing(
     if loaded is None:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        backbone_loaded = backbones.load_backbone(backbone, device, progress=progress)
+        backbone_loaded = backbones.load_backbone(settings.backbone, device, progress=progress)
     else:
         backbone_loaded = loaded()
     forward = None
@@ -129,14 +124,7 @@ def _encode_missing(
 
         forward = onnx_forward(backbone_loaded, cache_dir())
     return _encode(
-        texts,
-        backbone_loaded,
-        pooling=pooling,
-        normalize=normalize,
-        max_length=max_length,
-        batch_size=batch_size,
-        progress=progress,
-        forward=forward,
+        texts, backbone_loaded, settings, batch_size=batch_size, progress=progress, forward=forward
     )
 
 
@@ -150,33 +138,20 @@ def encoder_key(backbone: str, pooling: str, normalize: bool, max_length: int) -
     return f"{backbone_identity(backbone)}|{pooling}-pool|{scale}|max-length-{max_length}"
 
 
-def encoder_identity(choice: str) -> str:
-    """The ``encoder_key`` of a ``--text-encoder`` choice (minilm, mpnet or a folder): the same
-    for one model wherever its folder lies, another for another model (even of the same width).
-    Joined members (``minilm+mpnet@128``): their keys in order, joined by `` + ``."""
-    from coldbrew.data.text.sentence_models import member_models
-
-    return " + ".join(
-        encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
-        for model in member_models(choice, progress=False)
-    )
-
-
 def _encode(
     texts: list[str],
     loaded: LoadedBackbone,
+    settings: SentenceModel,
     *,
-    pooling: str,
-    normalize: bool,
-    max_length: int,
     batch_size: int,
     progress: bool,
     forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Batches of texts of equal or similar token counts (little padding: the same vectors as
-    one text at a time, to float rounding), longest first, written back in the caller's order.
+    one text at a time, to float rounding), longest first, written back in the caller's order;
+    ``settings`` says how they are cut, pooled and scaled (its backbone is ``loaded``).
     ``forward`` (token ids, mask -> token states) replaces the torch model's call."""
-    model = loaded.model
+    model, max_length = loaded.model, settings.max_length
     device = next(model.parameters()).device
     lengths = [
         len(ids)
@@ -202,8 +177,8 @@ def _encode(
                 states = model(
                     input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
                 ).last_hidden_state  # (B, T, width)
-            pooled = pool(states, batch["attention_mask"], pooling).float()  # (B, width)
-            if normalize:
+            pooled = pool(states, batch["attention_mask"], settings.pooling).float()  # (B, width)
+            if settings.normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             if embeddings is None:
                 embeddings = torch.empty(len(texts), pooled.shape[1], dtype=torch.float32)

@@ -1,107 +1,199 @@
-"""The text encoder choice (``--text-encoder``): ``minilm``, ``mpnet`` or a sentence-transformers
-folder, read as sentence-transformers would run it.
+"""The text encoder choice (``--text-encoder``) as one typed value, ``TextEncoder``: checked
+once, where a run's configuration is made (``TextEncoder.parse``), saved as its spelling, and
+handed as that value to the loaders, evaluate, recommend, new items and serve.
 
 ``minilm`` is the packaged all-MiniLM-L6-v2 (384-d, the ``[text]`` extra), ``mpnet``
 all-mpnet-base-v2 (768-d, its slice packages; see ``mpnet_package``), and anything else a
-local folder saved by sentence-transformers. A folder's ``modules.json`` says where the
-transformer is, how its tokens are pooled (``1_Pooling/config.json``) and whether the result is
-L2-normalised (a ``Normalize`` module); ``sentence_bert_config.json`` gives the maximum length.
-A folder with other modules (``Dense`` ...) is refused: its vectors would not be the model's.
-``CHOICE@TOKENS`` (``mpnet@128``) reads at most ``TOKENS`` of each text, fewer than the
-model's own maximum: a shorter encode, other vectors (the cache key names the length).
-``CHOICE+CHOICE`` (``minilm+mpnet@128``, two or more members) joins encoders: the text block is
-each member's vectors side by side, each from its own cache entry (``member_models``).
-No torch here.
+local folder saved by sentence-transformers, read as sentence-transformers would run it
+(``sentence_folders``). ``CHOICE@TOKENS`` (``mpnet@128``) reads at most ``TOKENS`` of each
+text, fewer than the model's own maximum: a shorter encode, other vectors (the cache key names
+the length). ``CHOICE+CHOICE`` (``minilm+mpnet@128``, two or more members) joins encoders: the
+text block is each member's vectors side by side, each from its own cache entry
+(``TextEncoder.models``). No torch here.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from coldbrew.data.text.sentence_folders import ACCEPTED, SentenceModel, read_sentence_folder
 from coldbrew.errors import DataError
 
 TEXT_ENCODERS = ("minilm", "mpnet")
-DEFAULT_TEXT_ENCODER = "minilm"
 # the backbone names ``coldbrew.data.text.backbones`` resolves for the named encoders
 BACKBONE_OF = {"minilm": "all-MiniLM-L6-v2", "mpnet": "mpnet"}
-DEFAULT_MAX_LENGTH = 512  # a folder without sentence_bert_config.json
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
-# sentence-transformers pooling flags -> coldbrew.data.text.backbones.pool's names
-POOLING_FLAGS = {
-    "pooling_mode_mean_tokens": "mean",
-    "pooling_mode_cls_token": "cls",
-    "pooling_mode_lasttoken": "last",
-}
-ACCEPTED = "minilm, mpnet or a sentence-transformers folder"
 BUDGET_MARK = "@"  # CHOICE@TOKENS: a token budget below the model's own
 MEMBER_MARK = "+"  # CHOICE+CHOICE: encoders joined side by side
 
 
 @dataclass(frozen=True)
-class SentenceModel:
-    """How to run one sentence encoder with ``text_encoder.encode_texts``: the fields are its
-    keyword arguments of the same names (``encode_texts(texts, **asdict(model))``)."""
+class Member:
+    """One encoder of a choice: a name (``minilm``, ``mpnet``) or a folder, and its token
+    budget (None: the model's own maximum length)."""
 
-    backbone: str  # a name text_backbone resolves: a packaged name or the transformer's folder
-    pooling: str  # mean, cls or last
-    normalize: bool  # L2 after pooling
-    max_length: int  # tokens kept per text
+    choice: str
+    budget: int | None = None
 
+    def __str__(self) -> str:
+        return self.choice if self.budget is None else f"{self.choice}{BUDGET_MARK}{self.budget}"
 
-def check_text_encoder(value: object) -> str:
-    """``value`` when it names an encoder or an existing folder, perhaps with ``@TOKENS``, or
-    joins two or more other such members with ``+`` (nothing is read), else a one-line
-    ``DataError``."""
-    if not isinstance(value, str) or not value.strip():
-        raise DataError(f"option text_encoder: expected {ACCEPTED}, got {value!r}")
-    members = split_members(value)
-    if len(members) == 1:
-        _check_member(value, value)
-        return value
-    seen: dict[tuple[str, int | None], str] = {}
-    for member in members:
-        if not member.strip():
+    def is_folder(self) -> bool:
+        return self.choice not in TEXT_ENCODERS
+
+    def same_model_key(self) -> tuple[str, int | None]:
+        """What makes two members the same encoder: the name or the folder's real place, the
+        budget."""
+        if not self.is_folder():
+            return self.choice, self.budget
+        return str(Path(self.choice).expanduser().resolve()), self.budget
+
+    def model(self, *, progress: bool = True) -> SentenceModel:
+        """Resolve the choice (assembling mpnet on first use) and read its folder's settings;
+        the budget replaces the folder's maximum length (it may only shorten it)."""
+        model = _named_or_folder(self.choice, progress)
+        if self.budget is None:
+            return model
+        if self.budget > model.max_length:
             raise DataError(
-                f"option text_encoder: {value!r} has an empty member; join two or more "
-                f"encoders with {MEMBER_MARK!r} (e.g. minilm+mpnet@128)"
+                f"option text_encoder: {str(self)!r}: {self.choice} reads at most "
+                f"{model.max_length} tokens of a text; a budget may only shorten that"
             )
-        _check_member(member, value)
-        key = _member_key(member)
-        if key in seen:
-            raise DataError(
-                f"option text_encoder: {value!r} names {seen[key]!r} twice ({member!r}); "
-                "each member must be another encoder"
-            )
-        seen[key] = member
-    return value
+        return replace(model, max_length=self.budget)
 
 
-def _check_member(member: str, value: str) -> None:
-    choice, _ = split_budget(member)
+@dataclass(frozen=True)
+class TextEncoder:
+    """A checked ``--text-encoder`` choice: ``spelling`` as written (``str()``, config.yaml
+    and messages give it) and its ``members`` in order (one for a single encoder).
+
+    Checking reads nothing but whether a folder exists. The members' settings (``models``:
+    backbone, pooling, normalisation, maximum length) are read where texts are encoded, not
+    where a config is made: reading them needs the ``[text]`` extra (and the first ``mpnet``
+    assembles its folder), which a run without a text block must not need."""
+
+    spelling: str
+    members: tuple[Member, ...]
+
+    @classmethod
+    def parse(cls, value: object) -> TextEncoder:
+        """``value`` (a spelling; a ``TextEncoder`` is returned as it is) when it names an
+        encoder or an existing folder, perhaps with ``@TOKENS``, or joins two or more other
+        such members with ``+``; else a one-line ``DataError``. The one check of a choice."""
+        if isinstance(value, TextEncoder):
+            return value
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(f"option text_encoder: expected {ACCEPTED}, got {value!r}")
+        spellings = split_members(value)
+        if len(spellings) == 1:
+            return cls(value, (_checked_member(value, value),))
+        members: list[Member] = []
+        seen: dict[tuple[str, int | None], str] = {}
+        for spelling in spellings:
+            if not spelling.strip():
+                raise DataError(
+                    f"option text_encoder: {value!r} has an empty member; join two or more "
+                    f"encoders with {MEMBER_MARK!r} (e.g. minilm+mpnet@128)"
+                )
+            member = _checked_member(spelling, value)
+            key = member.same_model_key()
+            if key in seen:
+                raise DataError(
+                    f"option text_encoder: {value!r} names {seen[key]!r} twice ({spelling!r}); "
+                    "each member must be another encoder"
+                )
+            seen[key] = spelling
+            members.append(member)
+        return cls(value, tuple(members))
+
+    def __str__(self) -> str:
+        return self.spelling
+
+    def models(self, *, progress: bool = True) -> list[SentenceModel]:
+        """Each member's settings, in order. The text block of a joined choice is the members'
+        vectors side by side, each as it is alone (L2-normalised where its folder says so), not
+        scaled by 1/sqrt(members): each member's block is then exactly its own run's, so it
+        weighs against the other feature blocks (genre ...) as it does alone, and the members
+        weigh the same; the joined row's norm is sqrt(members)."""
+        return [member.model(progress=progress) for member in self.members]
+
+    def identity(self) -> str:
+        """The text cache's ``encoder_key`` of each member, joined by `` + ``: the same for one
+        model wherever its folder lies, another for another model (even of the same width)."""
+        from coldbrew.data.text.embedder import encoder_key
+
+        return " + ".join(
+            encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
+            for model in self.models(progress=False)
+        )
+
+    def absolute(self) -> TextEncoder:
+        """This choice with each folder member as its absolute path (names and budgets kept),
+        so a run's record finds it from any folder."""
+        members = tuple(
+            replace(member, choice=str(Path(member.choice).expanduser().resolve()))
+            if member.is_folder() and Path(member.choice).expanduser().is_dir()
+            else member
+            for member in self.members
+        )
+        if members == self.members:
+            return self
+        return TextEncoder(MEMBER_MARK.join(map(str, members)), members)
+
+    def description(self) -> dict:
+        """What an export's manifest records (``described_models`` reads it back): the name,
+        and each member's settings (under ``members`` when there are several)."""
+        models = [asdict(model) for model in self.models(progress=False)]
+        if len(models) > 1:
+            return {"name": self.spelling, "members": models}
+        return {"name": self.spelling, **models[0]}
+
+
+DEFAULT_TEXT_ENCODER = TextEncoder("minilm", (Member("minilm"),))
+
+
+def described_models(description: Mapping) -> list[SentenceModel]:
+    """The members' settings a ``TextEncoder.description`` recorded (an export's manifest),
+    as recorded: nothing is checked or read, so an export serves where the run's folders are
+    not."""
+    try:
+        return [
+            SentenceModel(
+                member["backbone"], member["pooling"], member["normalize"], member["max_length"]
+            )
+            for member in description.get("members") or [description]
+        ]
+    except (KeyError, TypeError) as error:
+        raise DataError(f"text encoder record {description!r} lacks {error}") from None
+
+
+def sentence_model(value: str, *, progress: bool = True) -> SentenceModel:
+    """The settings of one encoder's spelling (``mpnet@128``, a folder); a joined value is
+    resolved member by member (``TextEncoder.models``)."""
+    encoder = TextEncoder.parse(value)
+    if len(encoder.members) > 1:
+        raise DataError(
+            f"text encoder {value!r} joins several encoders; resolve each (TextEncoder.models)"
+        )
+    return encoder.members[0].model(progress=progress)
+
+
+def _checked_member(spelling: str, value: str) -> Member:
+    choice, budget = split_budget(spelling)
     if choice in TEXT_ENCODERS or Path(choice).expanduser().is_dir():
-        return
-    where = "" if member == value else f" in {value!r}"
+        return Member(choice, budget)
+    where = "" if spelling == value else f" in {value!r}"
     raise DataError(
-        f"option text_encoder: {member!r}{where} is neither {ACCEPTED} (no such folder)"
+        f"option text_encoder: {spelling!r}{where} is neither {ACCEPTED} (no such folder)"
     )
-
-
-def _member_key(member: str) -> tuple[str, int | None]:
-    """What makes two members the same encoder: the name or the folder's real place, the budget."""
-    choice, budget = split_budget(member)
-    if choice in TEXT_ENCODERS:
-        return choice, budget
-    return str(Path(choice).expanduser().resolve()), budget
 
 
 def split_members(value: str) -> list[str]:
     """``minilm+mpnet@128`` -> ``["minilm", "mpnet@128"]``; a value without ``+`` -> ``[value]``.
     An existing folder whose name holds a ``+`` stays one member: from each place, the longest
     run of ``+``-joined pieces that is a folder (perhaps with ``@TOKENS``) is taken first.
-    Members are not checked here (``check_text_encoder`` does)."""
+    Members are not checked here (``TextEncoder.parse`` does)."""
     pieces = value.split(MEMBER_MARK)
     members, start = [], 0
     while start < len(pieces):
@@ -124,19 +216,6 @@ def _is_folder(member: str) -> bool:
     return bool(member.strip()) and (Path(member).expanduser().is_dir() or budgeted)
 
 
-def absolute_encoder(value: str) -> str:
-    """``value`` with each folder member as its absolute path (names and budgets kept), so a
-    run's record finds it from any folder."""
-    members = []
-    for member in split_members(value):
-        choice, budget = split_budget(member)
-        folder = Path(choice).expanduser()
-        if choice not in TEXT_ENCODERS and folder.is_dir():
-            member = str(folder.resolve()) + ("" if budget is None else f"{BUDGET_MARK}{budget}")
-        members.append(member)
-    return MEMBER_MARK.join(members)
-
-
 def split_budget(value: str) -> tuple[str, int | None]:
     """``CHOICE@TOKENS`` -> ``(CHOICE, TOKENS)``; a value without a budget (or a folder whose
     own name holds an ``@``) -> ``(value, None)``. A budget that is not a positive whole
@@ -150,37 +229,6 @@ def split_budget(value: str) -> tuple[str, int | None]:
             "a positive whole number (e.g. mpnet@128)"
         )
     return choice, int(budget)
-
-
-def member_models(value: str, *, progress: bool = True) -> list[SentenceModel]:
-    """Each member's ``sentence_model``, in order (one for a single encoder). The text block of
-    a joined value is the members' vectors side by side, each as it is alone (L2-normalised
-    where its folder says so), not scaled by 1/sqrt(members): each member's block is then
-    exactly its own run's, so it weighs against the other feature blocks (genre ...) as it does
-    alone, and the members weigh the same; the joined row's norm is sqrt(members)."""
-    check_text_encoder(value)
-    return [sentence_model(member, progress=progress) for member in split_members(value)]
-
-
-def sentence_model(value: str, *, progress: bool = True) -> SentenceModel:
-    """Resolve ``value`` (assembling mpnet on first use) and read its folder's settings; a
-    ``@TOKENS`` budget replaces the folder's maximum length (it may only shorten it). One
-    encoder: a joined value is resolved member by member (``member_models``)."""
-    check_text_encoder(value)
-    if len(split_members(value)) > 1:
-        raise DataError(
-            f"text encoder {value!r} joins several encoders; resolve each (member_models)"
-        )
-    choice, budget = split_budget(value)
-    model = _named_or_folder(choice, progress)
-    if budget is None:
-        return model
-    if budget > model.max_length:
-        raise DataError(
-            f"option text_encoder: {value!r}: {choice} reads at most {model.max_length} tokens "
-            f"of a text; a budget may only shorten that"
-        )
-    return replace(model, max_length=budget)
 
 
 def _named_or_folder(choice: str, progress: bool) -> SentenceModel:
@@ -203,78 +251,3 @@ def _named_or_folder(choice: str, progress: bool) -> SentenceModel:
     if choice in BACKBONE_OF:  # named, so the cache key is the package's, not a folder digest
         return SentenceModel(BACKBONE_OF[choice], model.pooling, model.normalize, model.max_length)
     return model
-
-
-def read_sentence_folder(folder: Path, label: str | None = None) -> SentenceModel:
-    """The settings of a sentence-transformers folder; ``label`` names it in errors."""
-    label = label or str(folder)
-    modules_file = folder / "modules.json"
-    if not modules_file.is_file():
-        raise DataError(
-            f"text encoder {label!r}: {folder} is not a sentence-transformers folder (no "
-            f"modules.json); expected {ACCEPTED}"
-        )
-    modules = _read_json(modules_file, label)
-    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
-        raise DataError(f"text encoder {label!r}: modules.json is not a list of modules")
-    kinds = {str(module.get("type", "")).rsplit(".", 1)[-1]: module for module in modules}
-    unknown = sorted(set(kinds) - {"Transformer", "Pooling", "Normalize"})
-    if unknown or "Transformer" not in kinds or "Pooling" not in kinds:
-        raise DataError(
-            f"text encoder {label!r}: {describe_modules(kinds, unknown)}; a folder needs "
-            "a Transformer and a Pooling module (and optionally Normalize), nothing else"
-        )
-    transformer = folder / str(kinds["Transformer"].get("path") or "")
-    _check_transformer_files(transformer, label)
-    pooling = _pooling(folder / str(kinds["Pooling"].get("path") or ""), label)
-    max_length = DEFAULT_MAX_LENGTH
-    settings = transformer / "sentence_bert_config.json"
-    if settings.is_file():
-        max_length = int(_read_json(settings, label).get("max_seq_length") or DEFAULT_MAX_LENGTH)
-    return SentenceModel(str(transformer.resolve()), pooling, "Normalize" in kinds, max_length)
-
-
-def describe_modules(kinds: dict, unknown: list[str]) -> str:
-    if unknown:
-        return f"module{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} not supported"
-    lacking = [kind for kind in ("Transformer", "Pooling") if kind not in kinds]
-    return f"no {' and no '.join(lacking)} module"
-
-
-def _check_transformer_files(transformer: Path, label: str) -> None:
-    missing = []
-    if not (transformer / "config.json").is_file():
-        missing.append("config.json")
-    if not any((transformer / name).is_file() for name in WEIGHT_FILES):
-        missing.append(" or ".join(WEIGHT_FILES))
-    if not any((transformer / name).is_file() for name in TOKENIZER_FILES):
-        missing.append("a tokenizer (" + " or ".join(TOKENIZER_FILES) + ")")
-    if missing:
-        raise DataError(
-            f"text encoder {label!r}: {transformer} lacks {', '.join(missing)}; "
-            "not a sentence-transformers folder"
-        )
-
-
-def _pooling(pooling_folder: Path, label: str) -> str:
-    config = _read_json(pooling_folder / "config.json", label)
-    mode = config.get("pooling_mode")  # newer sentence-transformers write one name
-    if isinstance(mode, str):
-        modes = [{"mean": "mean", "cls": "cls", "lasttoken": "last"}.get(mode, mode)]
-    else:
-        modes = [name for key, name in POOLING_FLAGS.items() if config.get(key)]
-        modes += [key for key, value in config.items() if key.startswith("pooling_mode_")
-                  and value is True and key not in POOLING_FLAGS]  # fmt: skip
-    if len(modes) != 1 or modes[0] not in POOLING_FLAGS.values():
-        raise DataError(
-            f"text encoder {label!r}: pooling {modes or 'none'} is not supported "
-            "(one of mean, cls or last token)"
-        )
-    return modes[0]
-
-
-def _read_json(path: Path, label: str):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise DataError(f"text encoder {label!r}: cannot read {path.name} ({error})") from error
