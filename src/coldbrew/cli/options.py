@@ -212,6 +212,43 @@ def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dic
     return {k: v for k, v in vars(args).items() if k in known and k not in exclude}
 
 
+def add_command(
+    commands, name: str, help_text: str, description: str, **options
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` of ``commands``, its description printed as written (its
+    examples keep their lines)."""
+    return commands.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **options,
+    )
+
+
+# --run's help where a command reads a trained run (evaluate, recommend, export)
+RUN_HELP = "run directory written by 'coldbrew train'"
+# what a search trial's value or a blend's weights maximise (coldbrew.research's OBJECTIVES)
+OBJECTIVES = ("monitored", "joint")
+
+
+def add_objective_option(
+    parser: argparse.ArgumentParser,
+    help_text: str,
+    flag: str = "--objective",
+    default: str | None = "monitored",
+) -> None:
+    """``--objective monitored|joint`` (or ``flag``): the monitored metric, or the geometric
+    mean of the cold metric under both cold-candidate conventions."""
+    parser.add_argument(flag, choices=OBJECTIVES, default=default, help=help_text)
+
+
+def add_run_option(parser: argparse.ArgumentParser, help_text: str = RUN_HELP) -> None:
+    """``--run``, required: the trained run (or, where ``help_text`` says so, the export) a
+    command reads."""
+    parser.add_argument("--run", required=True, help=help_text)
+
+
 def add_layout_option(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
     """``--layout KEY=VALUE``, repeatable, for a command whose flags are not the run options
     (``data info``, ``bench``, and beside ``recommend``'s or ``evaluate``'s ``--data``)."""
