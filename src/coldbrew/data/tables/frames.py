@@ -95,13 +95,13 @@ def dataset_fields(
         notes=notes,
     )
     content = item_content(
-        _aligned(items, item_id, read.item_index),
+        items,
+        item_id,
         read.item_index,
         text=text,
         categories=categories,
         numeric=numeric,
         vectors=vectors,
-        vector_id=item_id,
         separator=category_separator,
         per_column=text_mode == "per_column",
         where=where,
@@ -265,17 +265,6 @@ def _cold_items(matrices, item_index, where, notes) -> np.ndarray:
             "their content alone"
         )
     return np.flatnonzero(~warm)
-
-
-def _aligned(items, item_id, item_index) -> pd.DataFrame | None:
-    """The items table's rows in internal item order."""
-    if items is None:
-        return None
-    ids = items[item_id]
-    if pd.api.types.is_integer_dtype(item_index.dtype):
-        ids = ids.astype(np.int64)
-    positions = pd.Index(ids).get_indexer(item_index)
-    return items.iloc[positions].reset_index(drop=True)
 
 
 def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None:
