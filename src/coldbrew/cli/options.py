@@ -1,6 +1,7 @@
 """Flags from the typed configuration: one per option of the run and of every model, plus the
 original CLCRec spellings. Values stay text here; ``make_config(from_text=True)`` parses them,
-so the command line and YAML share one set of types and bounds."""
+so the command line and YAML share one set of types and bounds. Also what several commands
+share: a subcommand with examples (``add_command``), ``--run``, ``--objective``, ``--layout``."""
 
 from __future__ import annotations
 
