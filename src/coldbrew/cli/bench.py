@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from coldbrew.cli.options import add_layout_option
+from coldbrew.cli.options import add_command, add_layout_option
 from coldbrew.errors import ColdbrewError
 
 # bench's negatives per positive when not given: CLCRec's original 128, not each model's default
@@ -13,15 +13,15 @@ NUM_NEG = "128"
 
 
 def add_parser(commands) -> None:
-    bench = commands.add_parser(
+    bench = add_command(
+        commands,
         "bench",
-        help="measure the sampler, training steps or evaluation",
-        description="Measure one part on your data and print one JSON line.\n\nExamples:\n"
+        "measure the sampler, training steps or evaluation",
+        "Measure one part on your data and print one JSON line.\n\nExamples:\n"
         "  coldbrew bench train --data synthetic --num-neg 128 --batch-size 4096 --json\n"
         "  coldbrew bench sample --data ../shared/data/clcrec-movielens --trust-pickle --num-neg 128\n"
         "  coldbrew bench train --data ml-1m-coldstart --against model=lm "
         "--against neighbor_loss=true,neighbor_negatives=0",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
     bench.add_argument("--data", default="synthetic", help="dataset directory or name")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from coldbrew.cli.options import add_command
+
 INIT_EXAMPLES = """Examples:
   coldbrew data init shop/events.csv shop/products.csv     # writes shop/coldbrew.yaml
   coldbrew data info shop                                   # what was read, dropped, guessed
@@ -17,12 +19,12 @@ numbers numeric. Edit coldbrew.yaml where a guess is wrong."""
 
 
 def add_init_parser(data_commands) -> None:
-    init = data_commands.add_parser(
+    init = add_command(
+        data_commands,
         "init",
-        help="guess a coldbrew.yaml for your own CSV/TSV/Parquet files",
-        description="Guess which file holds the interactions and the items, and what each column "
+        "guess a coldbrew.yaml for your own CSV/TSV/Parquet files",
+        "Guess which file holds the interactions and the items, and what each column "
         "is; write DIR/coldbrew.yaml and print every guess.\n\n" + INIT_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     init.add_argument("files", nargs="+", metavar="FILE", help="CSV, TSV or Parquet files")
     init.add_argument(

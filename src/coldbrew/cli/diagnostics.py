@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.options import add_command, add_config_options, config_flags
 from coldbrew.errors import ColdbrewError
 
 EXAMPLES = {
@@ -28,12 +28,7 @@ EXAMPLES = {
 
 def add_parsers(commands) -> None:
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(
-            name,
-            help=help_text,
-            description=f"{help_text}.\n\n{EXAMPLES[name]}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return add_command(commands, name, help_text, f"{help_text}.\n\n{EXAMPLES[name]}")
 
     doctor = add(
         "doctor",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.options import add_command, add_config_options, config_flags
 from coldbrew.errors import ColdbrewError
 
 EXAMPLES = """Examples:
@@ -19,12 +19,11 @@ AutoETS/Croston with the [stats] extra) on the same test windows. Lower is bette
 
 
 def add_parser(commands) -> None:
-    forecast = commands.add_parser(
+    forecast = add_command(
+        commands,
         "forecast",
-        help="forecast daily interactions with an LSTM, against baselines",
-        description="Forecast daily interaction counts (per item, per genre, in total).\n\n"
-        + EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "forecast daily interactions with an LSTM, against baselines",
+        "Forecast daily interaction counts (per item, per genre, in total).\n\n" + EXAMPLES,
     )
     forecast.add_argument("--out", required=True, help="run directory (one per window below it)")
     forecast.add_argument("--config", help="YAML preset (e.g. configs/lstm_large.yaml)")

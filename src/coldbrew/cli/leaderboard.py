@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.options import (
+    add_command,
+    add_config_options,
+    add_objective_option,
+    config_flags,
+)
 from coldbrew.errors import ColdbrewError
 
 LEADERBOARD_EXAMPLES = """Examples:
@@ -32,13 +37,13 @@ Then: coldbrew evaluate --run runs/blend; coldbrew recommend --run runs/blend --
 
 
 def add_parser(commands) -> None:
-    board = commands.add_parser(
+    board = add_command(
+        commands,
         "leaderboard",
-        help="train several models over seeds; one table on both cold-candidate conventions",
-        description="Train every model once per seed (OUT/MODEL/seed-N), score each on both "
+        "train several models over seeds; one table on both cold-candidate conventions",
+        "Train every model once per seed (OUT/MODEL/seed-N), score each on both "
         "conventions of the cold group (all: every cold item; split: the split's own cold "
         "items), and print mean ± std over seeds.\n\n" + LEADERBOARD_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     board.add_argument(
         "--models", metavar="LIST", help="e.g. clcrec,knn,gar (default: the --config's models)"
@@ -51,11 +56,12 @@ def add_parser(commands) -> None:
         help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn; "
         "(A+B)+C blends the finished blend of A and B with C",
     )
-    board.add_argument(
-        "--blend-objective",
-        choices=("monitored", "joint"),
-        help="how each blend's weights are chosen on val: monitored, the runs' cold-candidate "
+    add_objective_option(
+        board,
+        "how each blend's weights are chosen on val: monitored, the runs' cold-candidate "
         "convention (default), or joint: both conventions' geometric mean",
+        "--blend-objective",
+        default=None,
     )
     board.add_argument(
         "--config",
@@ -84,13 +90,13 @@ def add_parser(commands) -> None:
 
 
 def add_blend_parser(commands) -> None:
-    blend = commands.add_parser(
+    blend = add_command(
+        commands,
         "blend",
-        help="combine trained runs' per-user standardised scores; weights chosen on val",
-        description="Blend single-seed runs of the same data: each run's scores standardised "
+        "combine trained runs' per-user standardised scores; weights chosen on val",
+        "Blend single-seed runs of the same data: each run's scores standardised "
         "per user, summed with the weights (a grid over the simplex) that give the best val cold "
         "Recall@20. The blend is a run of its own in --out.\n\n" + BLEND_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     blend.add_argument("--runs", required=True, metavar="LIST", help="run directories, 2 to 6")
     blend.add_argument("--out", required=True, metavar="DIR", help="the blend's run directory")
@@ -100,11 +106,9 @@ def add_blend_parser(commands) -> None:
         choices=("all", "split"),
         help="the cold items a split's users rank (default: the first run's)",
     )
-    blend.add_argument(
-        "--objective",
-        choices=("monitored", "joint"),
-        default="monitored",
-        help="what the weights maximise on val: cold Recall@20 under --cold-candidates "
+    add_objective_option(
+        blend,
+        "what the weights maximise on val: cold Recall@20 under --cold-candidates "
         "(default), or joint: its geometric mean under both conventions",
     )
     blend.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")

@@ -1,6 +1,7 @@
 """Flags from the typed configuration: one per option of the run and of every model, plus the
 original CLCRec spellings. Values stay text here; ``make_config(from_text=True)`` parses them,
-so the command line and YAML share one set of types and bounds."""
+so the command line and YAML share one set of types and bounds. Also what several commands
+share: a subcommand with examples (``add_command``), ``--run``, ``--objective``, ``--layout``."""
 
 from __future__ import annotations
 
@@ -210,6 +211,43 @@ def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dic
     for spec in MODELS.values():
         known |= {f.name for f in dataclasses.fields(spec.config)}
     return {k: v for k, v in vars(args).items() if k in known and k not in exclude}
+
+
+def add_command(
+    commands, name: str, help_text: str, description: str, **options
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` of ``commands``, its description printed as written (its
+    examples keep their lines)."""
+    return commands.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **options,
+    )
+
+
+# --run's help where a command reads a trained run (evaluate, recommend, export)
+RUN_HELP = "run directory written by 'coldbrew train'"
+# what a search trial's value or a blend's weights maximise (coldbrew.research's OBJECTIVES)
+OBJECTIVES = ("monitored", "joint")
+
+
+def add_objective_option(
+    parser: argparse.ArgumentParser,
+    help_text: str,
+    flag: str = "--objective",
+    default: str | None = "monitored",
+) -> None:
+    """``--objective monitored|joint`` (or ``flag``): the monitored metric, or the geometric
+    mean of the cold metric under both cold-candidate conventions."""
+    parser.add_argument(flag, choices=OBJECTIVES, default=default, help=help_text)
+
+
+def add_run_option(parser: argparse.ArgumentParser, help_text: str = RUN_HELP) -> None:
+    """``--run``, required: the trained run (or, where ``help_text`` says so, the export) a
+    command reads."""
+    parser.add_argument("--run", required=True, help=help_text)
 
 
 def add_layout_option(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:

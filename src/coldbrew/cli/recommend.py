@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from coldbrew.cli.options import add_other_data_layout, other_data_layout
+from coldbrew.cli.options import (
+    add_command,
+    add_other_data_layout,
+    add_run_option,
+    other_data_layout,
+)
 from coldbrew.errors import ColdbrewError
 
 EXAMPLES = """Examples:
@@ -32,13 +37,13 @@ column has a name (genre only), --item-genres names the ones that are 1 instead.
 
 
 def add_parser(commands) -> None:
-    recommend = commands.add_parser(
+    recommend = add_command(
+        commands,
         "recommend",
-        help="a user's top items, or the users for a new item",
-        description="Recommend from a trained run's best checkpoint.\n\n" + EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "a user's top items, or the users for a new item",
+        "Recommend from a trained run's best checkpoint.\n\n" + EXAMPLES,
     )
-    recommend.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
+    add_run_option(recommend)
     # --user, or a new item: its text and/or features (checked by LoadedRun.recommend)
     recommend.add_argument(
         "--user", help="a user id as the data gives it (42; c2 where the data's ids are text)"

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from coldbrew.cli.options import add_config_options, config_flags
+from coldbrew.cli.options import (
+    add_command,
+    add_config_options,
+    add_objective_option,
+    config_flags,
+)
 from coldbrew.errors import ColdbrewError
 
 SEARCH_EXAMPLES = """Examples:
@@ -52,12 +57,17 @@ def add_tensorboard_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(commands) -> None:
-    search = commands.add_parser(
+    add_search_parser(commands)
+    add_compare_parser(commands)
+
+
+def add_search_parser(commands) -> None:
+    search = add_command(
+        commands,
         "search",
-        help="tune options with Optuna (TPE, median pruning); write the best as a preset",
-        description="Search options with Optuna: TPE sampling, median pruning on each epoch's "
+        "tune options with Optuna (TPE, median pruning); write the best as a preset",
+        "Search options with Optuna: TPE sampling, median pruning on each epoch's "
         "validation metric, a resumable study in --out.\n\n" + SEARCH_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search.add_argument("--space", required=True, metavar="SPACE.yaml", help="the search space")
     search.add_argument(
@@ -86,14 +96,21 @@ def add_parsers(commands) -> None:
         metavar="EPOCHS",
         help="never prune before this epoch (default 1)",
     )
-    search.add_argument(
-        "--objective",
-        choices=("monitored", "joint"),
-        default="monitored",
-        help="a trial's value: the monitored metric on the select half (default), or joint: "
+    add_objective_option(
+        search,
+        "a trial's value: the monitored metric on the select half (default), or joint: "
         "the geometric mean of the select half's cold metric under both --cold-candidates "
         "conventions (the other scored again from each best checkpoint)",
     )
+    add_shared_study_options(search)
+    search.add_argument("--config", help="YAML preset every trial starts from; flags override it")
+    search.add_argument("--json", action="store_true", help="print the trials as JSON")
+    add_tensorboard_option(search)
+    add_config_options(search)
+
+
+def add_shared_study_options(search: argparse.ArgumentParser) -> None:
+    """Where the study lives when workers on many machines share it."""
     search.add_argument(
         "--storage",
         metavar="URL",
@@ -114,17 +131,15 @@ def add_parsers(commands) -> None:
         help="with a database: seconds between a trial's heartbeats; a trial silent for twice "
         "that is taken as dead and its settings tried again (default 60)",
     )
-    search.add_argument("--config", help="YAML preset every trial starts from; flags override it")
-    search.add_argument("--json", action="store_true", help="print the trials as JSON")
-    add_tensorboard_option(search)
-    add_config_options(search)
 
-    compare = commands.add_parser(
+
+def add_compare_parser(commands) -> None:
+    compare = add_command(
+        commands,
         "compare",
-        help="one table of runs (multi-seed runs as mean ± std)",
-        description="Compare finished runs: model, data, the settings that differ, the best "
+        "one table of runs (multi-seed runs as mean ± std)",
+        "Compare finished runs: model, data, the settings that differ, the best "
         "epoch's metrics, best epoch, seconds to it, samples/s.\n\n" + COMPARE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     compare.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
     compare.add_argument("--markdown", action="store_true", help="print a Markdown table")

@@ -7,9 +7,11 @@ import json
 import time
 
 from coldbrew.cli.options import (
+    add_command,
     add_config_options,
     add_layout_option,
     add_other_data_layout,
+    add_run_option,
     config_flags,
     other_data_layout,
 )
@@ -31,10 +33,25 @@ Options come from --config YAML (flat, or a model's options under its name), the
 
 
 def add_parsers(commands) -> None:
+    add_data_parsers(commands)
+    add_train_parser(commands)
+    add_evaluate_parser(commands)
+
+
+def add_data_parsers(commands) -> None:
+    """``coldbrew data info|convert|init``."""
+    from coldbrew.cli.data_init import add_init_parser
+
     data = commands.add_parser("data", help="inspect or convert datasets").add_subparsers(
         dest="data_command", required=True
     )
-    info = data.add_parser("info", help="load a dataset and print its statistics")
+    add_info_parser(data)
+    add_convert_parser(data)
+    add_init_parser(data)
+
+
+def add_info_parser(data_commands) -> None:
+    info = data_commands.add_parser("info", help="load a dataset and print its statistics")
     info.add_argument("data", help="directory or name (ml-100k, ml-1m-coldstart, synthetic)")
     info.add_argument("--features", default=None, help="modalities to load, e.g. genre,text")
     info.add_argument(
@@ -68,7 +85,10 @@ def add_parsers(commands) -> None:
     )
     add_layout_option(info)
     info.add_argument("--json", action="store_true", help="print one JSON object")
-    convert = data.add_parser(
+
+
+def add_convert_parser(data_commands) -> None:
+    convert = data_commands.add_parser(
         "convert", help="rewrite a CLCRec-layout dataset in a pickle-free format"
     )
     convert.add_argument("src", help="CLCRec-layout directory (pickled .npy files)")
@@ -76,18 +96,17 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--trust-pickle", action="store_true", help="required: the source files are pickles"
     )
-    from coldbrew.cli.data_init import add_init_parser
 
-    add_init_parser(data)
 
-    train = commands.add_parser(
+def add_train_parser(commands) -> None:
+    train = add_command(
+        commands,
         "train",
-        help="train a model",
-        usage="coldbrew train [--model NAME] [--data DATA] [--out RUN_DIR] [OPTION ...]",
-        description="Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json},\n"
+        "train a model",
+        "Train a model; writes RUN_DIR/{config.yaml,train.log,best.pt,last.pt,results.json},\n"
         "TensorBoard event files and curves.png (loss terms and validation metrics by epoch).\n\n"
         + TRAIN_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="coldbrew train [--model NAME] [--data DATA] [--out RUN_DIR] [OPTION ...]",
     )
     train.add_argument(
         "--out", help="run directory (created; must be empty; default runs/MODEL-TIME)"
@@ -107,15 +126,17 @@ def add_parsers(commands) -> None:
     add_train_options(train)
     add_config_options(train, original_flags=True)
 
-    evaluate = commands.add_parser(
+
+def add_evaluate_parser(commands) -> None:
+    evaluate = add_command(
+        commands,
         "evaluate",
-        help="evaluate a run's best checkpoint",
-        description="Evaluate a run's best checkpoint; writes RUN_DIR/evaluation.json.\n\n"
+        "evaluate a run's best checkpoint",
+        "Evaluate a run's best checkpoint; writes RUN_DIR/evaluation.json.\n\n"
         "Examples:\n  coldbrew evaluate --run runs/ml1m\n"
         "  coldbrew evaluate --run runs/ml1m --data other-split --split test --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    evaluate.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
+    add_run_option(evaluate)
     evaluate.add_argument(
         "--data", default=None, help="evaluate on other data (default: the run's own)"
     )

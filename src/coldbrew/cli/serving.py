@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from coldbrew.cli.options import add_command, add_run_option
+
 EXPORT_EXAMPLES = """Examples:
   coldbrew export --run runs/ml1m --out exports/ml1m
   coldbrew export --run runs/ml1m --out exports/ml1m-hnsw --index hnsw
@@ -29,26 +31,26 @@ OpenAPI docs at /docs."""
 
 
 def add_parsers(commands) -> None:
-    export = commands.add_parser(
+    export = add_command(
+        commands,
         "export",
-        help="a run's vectors and new-item encoder as files (safetensors + JSON)",
-        description="Export a trained run for serving.\n\n" + EXPORT_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "a run's vectors and new-item encoder as files (safetensors + JSON)",
+        "Export a trained run for serving.\n\n" + EXPORT_EXAMPLES,
     )
-    export.add_argument("--run", required=True, help="run directory written by 'coldbrew train'")
+    add_run_option(export)
     export.add_argument("--out", required=True, help="a new folder to write")
     export.add_argument(
         "--index", choices=("flat", "hnsw", "ivf"), help="also a faiss index of the item vectors"
     )
     export.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
-    serve = commands.add_parser(
+    serve = add_command(
+        commands,
         "serve",
-        help="an HTTP API over a run or an export (FastAPI, OpenAPI at /docs)",
-        description="Serve recommendations from memory.\n\n" + SERVE_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "an HTTP API over a run or an export (FastAPI, OpenAPI at /docs)",
+        "Serve recommendations from memory.\n\n" + SERVE_EXAMPLES,
     )
-    serve.add_argument("--run", required=True, help="a run directory or an export folder")
+    add_run_option(serve, "a run directory or an export folder")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument(

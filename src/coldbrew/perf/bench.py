@@ -89,19 +89,58 @@ def run_bench(
     """samples/s of the sampler (``sample``), training steps (``train``) or a full evaluation
     (``eval``) with ``config`` on its data, and the peak memory; with ``variants`` (name ->
     configuration on the same data), each one's figures and throughput over ``config``'s."""
-    from coldbrew.data import load_dataset
-    from coldbrew.errors import ColdbrewError
-    from coldbrew.registry import model_spec
-    from coldbrew.system.runtime import configure_process, device_name
-    from coldbrew.system.timing import peak_memory_bytes, time_repeated
+    from coldbrew.system.runtime import configure_process
     from coldbrew.training.run import build_trainer
 
     if what == "train":
-        for model in {config.model} | {variant.model for variant in (variants or {}).values()}:
-            if not model_spec(model).trains:
-                raise ColdbrewError(
-                    f"{model} has nothing to train: bench eval measures its scoring"
-                )
+        refuse_untrained(config, variants)
+    dataset = bench_dataset(what, config, feature_widths)
+    trainer = build_trainer(config, dataset)
+    device = trainer.runtime.device
+    configure_process(device, deterministic=config.deterministic)
+    call, samples = measured_call(what, trainer, config, dataset.num_users)
+    if variants:
+        calls = {"": (call, samples)}
+        for name, variant in variants.items():
+            other = build_trainer(variant, dataset)
+            calls[name] = measured_call(what, other, variant, dataset.num_users)
+        timed = time_variants(what, calls, device, seconds=seconds, warmup=warmup)
+        measured = timed.pop("")
+    else:
+        measured = time_alone(what, call, samples, device, seconds=seconds, warmup=warmup)
+    result = bench_result(what, config, dataset, trainer, measured)
+    if variants:
+        result["timing"] = "medians of calls in turn with the variants"
+        result["variants"] = {
+            name: {
+                "model": variants[name].model,
+                "batch_size": variants[name].batch_size,
+                "num_neg": getattr(variants[name].model_options, "num_neg", None),
+                **row,
+                "throughput_over_base": row["samples_per_second"] / measured["samples_per_second"],
+            }
+            for name, row in timed.items()
+        }
+    return result
+
+
+def refuse_untrained(config: TrainConfig, variants: dict[str, TrainConfig] | None) -> None:
+    """``bench train`` of a model with nothing to train (the run's or a variant's) is refused."""
+    from coldbrew.errors import ColdbrewError
+    from coldbrew.registry import model_spec
+
+    for model in {config.model} | {variant.model for variant in (variants or {}).values()}:
+        if not model_spec(model).trains:
+            raise ColdbrewError(f"{model} has nothing to train: bench eval measures its scoring")
+
+
+def bench_dataset(what: str, config: TrainConfig, feature_widths: list[int] | None):
+    """``config``'s data, its item features replaced by random ones of ``feature_widths``
+    where given (or where the data has none and ``what`` is the sampler, which reads none)."""
+    from coldbrew.data import load_dataset
+    from coldbrew.errors import ColdbrewError
+    from coldbrew.registry import model_spec
+
     dataset = load_dataset(
         config.data,
         trust_pickle=config.trust_pickle,
@@ -121,32 +160,43 @@ def run_bench(
             )
         # the sampler reads no features; one random column lets the (unused) model be built
         dataset.features = random_features(dataset.num_items, [1], config.seed)
-    trainer = build_trainer(config, dataset)
-    device, task = trainer.runtime.device, trainer.task
-    configure_process(device, deterministic=config.deterministic)
-    call, samples = measured_call(what, trainer, config, dataset.num_users)
-    if variants:
-        calls = {"": (call, samples)}
-        for name, variant in variants.items():
-            other = build_trainer(variant, dataset)
-            calls[name] = measured_call(what, other, variant, dataset.num_users)
-        timed = time_variants(what, calls, device, seconds=seconds, warmup=warmup)
-        measured = timed.pop("")
-    else:
-        count, elapsed = time_repeated(
-            call,
-            device,
-            warmup=1 if what == "eval" else warmup,
-            seconds=seconds,
-            min_calls=2 if what == "eval" else 3,
-        )
-        measured = {
-            "calls": count,
-            "seconds": elapsed,
-            "seconds_per_call": elapsed / count,
-            "samples_per_second": samples * count / elapsed,
-        }
-    result = {
+    return dataset
+
+
+def time_alone(
+    what: str,
+    call: Callable[[], object],
+    samples: int,
+    device: torch.device,
+    *,
+    seconds: float,
+    warmup: int,
+) -> dict:
+    """Calls, seconds, seconds per call and samples/s of ``call`` timed on its own."""
+    from coldbrew.system.timing import time_repeated
+
+    count, elapsed = time_repeated(
+        call,
+        device,
+        warmup=1 if what == "eval" else warmup,
+        seconds=seconds,
+        min_calls=2 if what == "eval" else 3,
+    )
+    return {
+        "calls": count,
+        "seconds": elapsed,
+        "seconds_per_call": elapsed / count,
+        "samples_per_second": samples * count / elapsed,
+    }
+
+
+def bench_result(what: str, config: TrainConfig, dataset, trainer, measured: dict) -> dict:
+    """The JSON line: what was measured, on what data, model and machine, and ``measured``."""
+    from coldbrew.system.runtime import device_name
+    from coldbrew.system.timing import peak_memory_bytes
+
+    device = trainer.runtime.device
+    return {
         "benchmark": what,
         "dataset": dataset.name,
         "users": dataset.num_users,
@@ -170,21 +220,8 @@ def run_bench(
         "compile": config.compile,
         "neighbor_loss": getattr(config.model_options, "neighbor_loss", False),
         "neighbor_negatives": getattr(config.model_options, "neighbor_negatives", None),
-        "sampler": task.sampler.method,
+        "sampler": trainer.task.sampler.method,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    if variants:
-        result["timing"] = "medians of calls in turn with the variants"
-        result["variants"] = {
-            name: {
-                "model": variants[name].model,
-                "batch_size": variants[name].batch_size,
-                "num_neg": getattr(variants[name].model_options, "num_neg", None),
-                **row,
-                "throughput_over_base": row["samples_per_second"] / measured["samples_per_second"],
-            }
-            for name, row in timed.items()
-        }
-    return result

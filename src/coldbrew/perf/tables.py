@@ -16,8 +16,21 @@ def _amount(value: float | None, unit: str = "") -> str:
 
 def doctor_table(report: dict) -> str:
     """The report as an aligned two-column table."""
-    v, cpu = report["versions"], report["cpu"]
     rows = [
+        *_machine_rows(report["versions"], report["cpu"]),
+        *_gpu_rows(report),
+        _compile_row(report["compile"]),
+        *_speed_rows(report),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    lines += [f"note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+def _machine_rows(v: dict, cpu: dict) -> list[tuple[str, str]]:
+    """Python, torch and its CUDA build, the CPU, torch's threads and the host memory."""
+    return [
         ("python", v["python"]),
         (
             "torch",
@@ -41,49 +54,52 @@ def doctor_table(report: dict) -> str:
             f"{_amount(cpu['memory_total_bytes'], 'B')} total, {_amount(cpu['memory_available_bytes'], 'B')} available",
         ),
     ]
-    for gpu in report["gpus"]:
-        rows.append(
-            (
-                f"gpu {gpu['index']}",
-                f"{gpu['name']}, {_amount(gpu['memory_bytes'], 'B')}, compute {gpu['compute_capability']}, "
-                f"bf16 {'yes' if gpu['bf16'] else 'no'}, tf32 {'yes' if gpu['tf32'] else 'no'}",
-            )
-        )
+
+
+def _gpu_rows(report: dict) -> list[tuple[str, str]]:
+    """One row per GPU, or one saying why there is none."""
     if not report["gpus"]:
-        rows.append(("gpu", report["gpu_note"]))
-    compiled = report["compile"]
+        return [("gpu", report["gpu_note"])]
+    return [
+        (
+            f"gpu {gpu['index']}",
+            f"{gpu['name']}, {_amount(gpu['memory_bytes'], 'B')}, compute {gpu['compute_capability']}, "
+            f"bf16 {'yes' if gpu['bf16'] else 'no'}, tf32 {'yes' if gpu['tf32'] else 'no'}",
+        )
+        for gpu in report["gpus"]
+    ]
+
+
+def _compile_row(compiled: dict) -> tuple[str, str]:
     if compiled.get("skipped"):
-        rows.append(("torch.compile", "not checked"))
-    elif compiled["works"]:
-        rows.append(
-            (
-                "torch.compile",
-                f"works: a tiny function compiled and ran in {compiled['compile_seconds']:.1f}s "
-                f"({compiled['seconds']:.1f}s with the process start)",
-            )
+        return ("torch.compile", "not checked")
+    if compiled["works"]:
+        return (
+            "torch.compile",
+            f"works: a tiny function compiled and ran in {compiled['compile_seconds']:.1f}s "
+            f"({compiled['seconds']:.1f}s with the process start)",
         )
-    else:
-        rows.append(
-            ("torch.compile", f"FAILS after {compiled['seconds']:.1f}s: {compiled['error']}")
-        )
+    return ("torch.compile", f"FAILS after {compiled['seconds']:.1f}s: {compiled['error']}")
+
+
+def _speed_rows(report: dict) -> list[tuple[str, str]]:
+    """Host-to-GPU copy, matmul and the sampler on each device."""
     copy = report["copy"]
-    rows.append(
+    rows = [
         (
             "copy host->gpu",
             f"pinned {copy['pinned_gb_per_s']:.1f} GB/s, pageable {copy['pageable_gb_per_s']:.1f} GB/s"
             if copy
             else "no GPU",
-        )
-    )
-    rows.append(
+        ),
         (
             "matmul",
             ", ".join(
                 f"{name} {_amount(value * 1e9 if value else None, 'FLOP/s')}"
                 for name, value in report["matmul_gflops"].items()
             ),
-        )
-    )
+        ),
+    ]
     for device, result in report["sampler"].items():
         text = (
             "failed"
@@ -94,10 +110,7 @@ def doctor_table(report: dict) -> str:
             )
         )
         rows.append((f"sampler ({device})", text))
-    width = max(len(name) for name, _ in rows)
-    lines = [f"{name:<{width}}  {value}" for name, value in rows]
-    lines += [f"note: {note}" for note in report["notes"]]
-    return "\n".join(lines)
+    return rows
 
 
 def profile_table(report: dict) -> str:

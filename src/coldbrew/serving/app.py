@@ -86,6 +86,19 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         description="A trained coldbrew run's recommendations, answered from memory.",
     )
     app.state.holder = holder
+    add_error_handlers(app)
+    add_read_routes(app, holder)
+    add_item_routes(app, holder)
+    add_reload_route(app, holder)
+    return app
+
+
+# every route but the hot one (a user's items): it checks its query by hand
+STRICT = [Depends(no_query)]
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every refusal as one line of JSON, ``{"error": "..."}``, never a traceback."""
 
     @app.exception_handler(BadRequest)
     async def refused(request, exc: BadRequest):
@@ -108,9 +121,11 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         LOGGER.exception("internal error on %s", request.url.path)
         return error(500, f"internal error ({type(exc).__name__}); the server log has details")
 
-    strict = [Depends(no_query)]  # every route but the hot one: it checks by hand
 
-    @app.get("/health", summary="liveness: ok when a catalogue is loaded", dependencies=strict)
+def add_read_routes(app: FastAPI, holder: Holder) -> None:
+    """``/health``, ``/info`` and the hot path, ``/users/{user}/items``."""
+
+    @app.get("/health", summary="liveness: ok when a catalogue is loaded", dependencies=STRICT)
     async def health():
         summary = holder.catalogue.summary()
         counts = {name: summary[name] for name in ("users", "items", "added_items")}
@@ -119,7 +134,7 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
     @app.get(
         "/info",
         summary="model, data, metrics, convention, versions, what is served",
-        dependencies=strict,
+        dependencies=STRICT,
     )
     async def info():
         catalogue = holder.catalogue
@@ -143,10 +158,14 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
         k = parse_k(query.get("k", "20"))
         return Response(catalogue.items_json(user, k, text=text), media_type="application/json")
 
+
+def add_item_routes(app: FastAPI, holder: Holder) -> None:
+    """New items: ``POST /items/score`` (and add) and ``/items/added``."""
+
     @app.post(
         "/items/score",
         summary="the top users for a new item; with add=true it joins the catalogue",
-        dependencies=strict,
+        dependencies=STRICT,
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -171,14 +190,16 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
             answer["warnings"] = warnings
         return json_response(answer)
 
-    @app.get("/items/added", summary="items added while serving", dependencies=strict)
+    @app.get("/items/added", summary="items added while serving", dependencies=STRICT)
     async def added():
         return [{"item": item.id, "text": item.text} for item in holder.catalogue.added]
 
+
+def add_reload_route(app: FastAPI, holder: Holder) -> None:
     @app.post(
         "/reload",
         summary="load the run again (Authorization: Bearer TOKEN)",
-        dependencies=strict,
+        dependencies=STRICT,
     )
     async def reload(request: Request):
         check_token(holder.token, request.headers.get("authorization"))
@@ -188,8 +209,6 @@ def create_app(holder: Holder, lifespan=None) -> FastAPI:
             raise BadRequest(
                 f"reload failed, still serving the old catalogue: {exc}", 409
             ) from None
-
-    return app
 
 
 def check_token(token: str | None, header: str | None) -> None:

@@ -1,5 +1,6 @@
-"""Atomic checkpoints (unique temp file + rename) loaded with ``weights_only=True``, and the
-lock that keeps a second process out of a run directory."""
+"""Atomic checkpoints (unique temp file + rename) loaded with ``weights_only=True``, what one
+holds (the model, optimizer, schedule and scaler state, the RNGs and the loop's ``TrainState``)
+and how a resume restores it, and the lock that keeps a second process out of a run directory."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import torch
 
 from coldbrew.errors import ColdbrewError
+from coldbrew.system.runtime import rng_state, set_rng_state
 
 LAST = "last.pt"
 BEST = "best.pt"
@@ -82,6 +85,57 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     if not isinstance(payload, dict) or "model" not in payload:
         raise ColdbrewError(f"{path} is not a coldbrew checkpoint (no model state)")
     return payload
+
+
+@dataclass
+class TrainState:
+    epoch: int = 0  # epochs completed
+    optimizer_steps: int = 0
+    best_epoch: int = 0
+    best_score: float | None = None  # None until a finite monitored value is seen
+    # evaluations since the last gain of at least min_gain over gain_reference (None in older
+    # checkpoints: the best score stands in)
+    epochs_without_improvement: int = 0
+    gain_reference: float | None = None
+    samples_seen: int = 0
+    train_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    # wall time of the epochs trained so far, across resumes (checkpointed with the rest)
+    wall_seconds: float = 0.0
+    history: list[dict] = field(default_factory=list)
+    first_loss: float | None = None  # the run's first step's loss: divergence is measured from it
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def training_payload(model, optimizer, scheduler, scaler, state: TrainState, config) -> dict:
+    """A checkpoint of a run's loop: every part's state (``None`` for a part it has not), the
+    RNGs, the loop's state and the run's configuration."""
+    return {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer else None,
+        "scheduler": scheduler.state_dict() if scheduler else None,
+        "scaler": scaler.state_dict() if scaler is not None else None,
+        "rng": rng_state(),
+        "state": state.to_dict(),
+        "config": config.to_dict(),
+    }
+
+
+def restore_training(payload: dict, model, optimizer, scheduler, scaler) -> TrainState:
+    """``training_payload``'s state loaded into the parts given (a scheduler or scaler the
+    checkpoint lacks is left as it is) and the RNGs set; the loop's state."""
+    model.load_state_dict(payload["model"])
+    if optimizer is not None:
+        optimizer.load_state_dict(payload["optimizer"])
+    if scheduler is not None and payload.get("scheduler") is not None:
+        scheduler.load_state_dict(payload["scheduler"])
+    if scaler is not None and payload.get("scaler") is not None:
+        scaler.load_state_dict(payload["scaler"])
+    state = TrainState(**payload["state"])
+    set_rng_state(payload["rng"])
+    return state
 
 
 class RunLock:

@@ -140,6 +140,17 @@ class Distributed:
             index = index.repeat(-(-self.world_size // max(1, len(index))))[: self.world_size]
         return index.tensor_split(self.world_size)[self.rank]
 
+    def epoch_generator(
+        self, seed: int, epoch: int, device: torch.device
+    ) -> torch.Generator | None:
+        """One process: None (the global RNG orders the samples, as it always has). Several:
+        a generator seeded by (seed, epoch) on every rank, and this rank's step RNG reseeded."""
+        if not self.enabled:
+            return None
+        torch.manual_seed(self.step_seed(seed, epoch))
+        generator = torch.Generator(device=device)
+        return generator.manual_seed(self.order_seed(seed, epoch))
+
     def step_seed(self, seed: int, epoch: int) -> int:
         """This rank's step-RNG seed for ``epoch``: differs by rank, fixed by (seed, epoch)."""
         return (seed * 1_000_003 + epoch * 7_919 + self.rank * 104_729) % (2**63)

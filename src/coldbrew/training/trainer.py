@@ -27,7 +27,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,15 @@ from coldbrew.errors import ColdbrewError
 from coldbrew.models.base import LossOutput
 from coldbrew.system.runtime import Runtime, rng_state, set_rng_state
 from coldbrew.tasks.base import Metrics, Task
-from coldbrew.training.checkpoint import BEST, LAST, load_checkpoint, save_checkpoint
+from coldbrew.training.checkpoint import (
+    BEST,
+    LAST,
+    TrainState,
+    load_checkpoint,
+    restore_training,
+    save_checkpoint,
+    training_payload,
+)
 from coldbrew.training.distributed import Distributed
 from coldbrew.training.hooks import RunHook, as_hooks
 from coldbrew.training.memory.safety import (
@@ -64,28 +71,6 @@ class DivergedLoss(NonFiniteLoss):
 
 # an epoch whose mean loss exceeds this many times the first step's (at least 1) has diverged
 DIVERGENCE_FACTOR = 1000.0
-
-
-@dataclass
-class TrainState:
-    epoch: int = 0  # epochs completed
-    optimizer_steps: int = 0
-    best_epoch: int = 0
-    best_score: float | None = None  # None until a finite monitored value is seen
-    # evaluations since the last gain of at least min_gain over gain_reference (None in older
-    # checkpoints: the best score stands in)
-    epochs_without_improvement: int = 0
-    gain_reference: float | None = None
-    samples_seen: int = 0
-    train_seconds: float = 0.0
-    eval_seconds: float = 0.0
-    # wall time of the epochs trained so far, across resumes (checkpointed with the rest)
-    wall_seconds: float = 0.0
-    history: list[dict] = field(default_factory=list)
-    first_loss: float | None = None  # the run's first step's loss: divergence is measured from it
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 def on_device(model: torch.nn.Module, device: torch.device) -> bool:
@@ -243,7 +228,8 @@ class Trainer:
     def train_epoch(self) -> dict[str, float]:
         config, device = self.config, self.runtime.device
         count = self.task.num_samples()
-        order = self.task.epoch_order(self._epoch_generator())
+        generator = self.distributed.epoch_generator(config.seed, self.state.epoch, device)
+        order = self.task.epoch_order(generator)
         sums: dict[str, torch.Tensor] = {}
         first_bad_step = torch.full((), -1, dtype=torch.long, device=device)
         epoch = self.state.epoch + 1
@@ -297,16 +283,6 @@ class Trainer:
                 "Stopped training"
             )
 
-    def _epoch_generator(self) -> torch.Generator | None:
-        """One process: None (the global RNG orders the samples, as it always has). Several:
-        a generator seeded by (seed, epoch) on every rank, and this rank's step RNG reseeded."""
-        if not self.distributed.enabled:
-            return None
-        seed, epoch = self.config.seed, self.state.epoch
-        torch.manual_seed(self.distributed.step_seed(seed, epoch))
-        generator = torch.Generator(device=self.runtime.device)
-        return generator.manual_seed(self.distributed.order_seed(seed, epoch))
-
     def _memory_postfix(self, bar) -> None:
         """Live memory next to the bar's samples/s: on a GPU allocated/reserved of total (the
         allocator's host-side counters) and NVML's utilisation, on the CPU the process's
@@ -319,16 +295,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self) -> dict:
-        scaler = self.runtime.scaler
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
-            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
-            "scaler": scaler.state_dict() if scaler is not None else None,
-            "rng": rng_state(),
-            "state": self.state.to_dict(),
-            "config": self.config.to_dict(),
-        }
+        parts = (self.model, self.optimizer, self.scheduler, self.runtime.scaler)
+        return training_payload(*parts, self.state, self.config)
 
     def save(self, name: str) -> None:
         if self.run_dir is not None and self.distributed.is_main:
@@ -336,15 +304,8 @@ class Trainer:
 
     def resume(self, path: Path) -> None:
         payload = load_checkpoint(path, map_location=self.runtime.device)
-        self.model.load_state_dict(payload["model"])
-        if self.optimizer is not None:
-            self.optimizer.load_state_dict(payload["optimizer"])
-        if self.scheduler is not None and payload.get("scheduler") is not None:
-            self.scheduler.load_state_dict(payload["scheduler"])
-        if self.runtime.scaler is not None and payload.get("scaler") is not None:
-            self.runtime.scaler.load_state_dict(payload["scaler"])
-        self.state = TrainState(**payload["state"])
-        set_rng_state(payload["rng"])
+        parts = (self.model, self.optimizer, self.scheduler, self.runtime.scaler)
+        self.state = restore_training(payload, *parts)
         saved_epochs = payload["config"].get("epochs", self.config.epochs)
         note = schedule_note(self.scheduler, self.config, self.steps_per_epoch, saved_epochs)
         if note:

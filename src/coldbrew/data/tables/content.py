@@ -89,19 +89,22 @@ class Content:
 
 def item_content(
     items: pd.DataFrame | None,
+    item_id: str,
     item_index: pd.Index,
     *,
     text: Sequence[str],
     categories: Sequence[str],
     numeric: Sequence[str],
     vectors: pd.DataFrame | None,
-    vector_id: str,
     separator: str,
     where: Mapping[str, str],
     notes: list[str],
     per_column: bool = False,
 ) -> Content:
-    """What ``items`` (rows in internal item order, or ``None``) offers, as ``Content``."""
+    """What ``items`` (or ``None``) offers, as ``Content``: its rows, and the rows of
+    ``vectors``, keyed by the id column ``item_id`` and taken in internal item order
+    (``item_index``)."""
+    items = in_item_order(items, item_id, item_index)
     content = Content()
     named = [*text, *categories, *numeric]
     if named and items is None:
@@ -130,7 +133,7 @@ def item_content(
         content.factories["numeric"] = lambda matrix=matrix: matrix
         content.columns["numeric"] = list(numeric)
     if vectors is not None:
-        matrix = vector_block(vectors, vector_id, item_index, where["vectors"], notes)
+        matrix = vector_block(vectors, item_id, item_index, where["vectors"], notes)
         content.factories["vectors"] = lambda matrix=matrix: matrix
     if text:
         texts = joined_texts(items, list(text), separator)
@@ -149,6 +152,19 @@ def item_content(
         # the block's name; select encodes it as the loader's options say (text_block)
         content.factories["text"] = lambda: content.text_block(TextEncoding())
     return content
+
+
+def in_item_order(
+    items: pd.DataFrame | None, item_id: str, item_index: pd.Index
+) -> pd.DataFrame | None:
+    """The items table's rows in internal item order."""
+    if items is None:
+        return None
+    ids = items[item_id]
+    if pd.api.types.is_integer_dtype(item_index.dtype):
+        ids = ids.astype(np.int64)
+    positions = pd.Index(ids).get_indexer(item_index)
+    return items.iloc[positions].reset_index(drop=True)
 
 
 def shown(value: object) -> str:

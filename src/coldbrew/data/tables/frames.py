@@ -24,9 +24,11 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from coldbrew.data.matrices import interactions_to_csr
 from coldbrew.data.tables.content import check_columns, item_content, shown
@@ -78,17 +80,97 @@ def dataset_fields(
     messages. ``options``: the text encoder's (``text_encoder``, ``progress``,
     ``text_batch_size``).
     """
-    if missing_items not in MISSING_ITEMS:
-        raise DataError(f"missing_items must be error or drop, not {missing_items!r}")
-    if text_mode not in TEXT_MODES:
-        raise DataError(f"text_mode must be joined or per_column, not {text_mode!r}")
+    _check_choice("missing_items", missing_items, MISSING_ITEMS)
+    _check_choice("text_mode", text_mode, TEXT_MODES)
     notes = list(notes or [])
+    where = _frame_names(sources)
+    item_id = item_id or item
+    read = _read_interactions(
+        {"train": interactions, "val": val, "test": test},
+        items,
+        (user, item, rating, timestamp, item_id),
+        min_rating=min_rating,
+        missing_items=missing_items,
+        where=where,
+        notes=notes,
+    )
+    content = item_content(
+        items,
+        item_id,
+        read.item_index,
+        text=text,
+        categories=categories,
+        numeric=numeric,
+        vectors=vectors,
+        separator=category_separator,
+        per_column=text_mode == "per_column",
+        where=where,
+        notes=notes,
+    )
+    blocks = content.select(features, text_vectors=text_vectors, options=options, notes=notes)
+    per_column = content.column_texts is not None and "text" in blocks
+    return dict(
+        name=name,
+        features=blocks,
+        notes=notes,
+        item_text=content.texts,
+        text_fields=list(text) if per_column else None,  # the text block's columns, in order
+        feature_columns=content.columns,
+        **read.fields(timestamp, where),
+    )
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise DataError(f"{name} must be {' or '.join(allowed)}, not {value!r}")
+
+
+def _frame_names(sources: Mapping[str, str] | None) -> dict[str, str]:
+    """How messages name each frame: ``interactions``, ``val`` ..., or its file where
+    ``sources`` names one."""
     where = {split: split for split in ("val", "test", "items", "vectors")}
     where.update({"train": "interactions", **(sources or {})})
-    frames = {"train": interactions, "val": val, "test": test}
+    return where
+
+
+@dataclass
+class _Interactions:
+    """The interaction frames as read: the rows kept, their internal ids and matrices."""
+
+    frames: dict[str, pd.DataFrame]  # each split's kept rows
+    codes: dict[str, np.ndarray]  # their internal item ids
+    user_index: pd.Index  # source user ids, sorted: internal id = position
+    item_index: pd.Index  # source item ids, likewise
+    matrices: dict[str, sp.csr_matrix]  # each split's binary (users, items) interactions
+    cold_items: np.ndarray
+
+    def fields(self, timestamp: str | None, where: Mapping[str, str]) -> dict:
+        """A ``Dataset``'s fields that come from the interactions (the first-seen times last:
+        a bad timestamp is refused after everything else is read)."""
+        shape = (len(self.user_index), len(self.item_index))
+        every = [self.matrices[split] for split in INTERACTION_SPLITS if split in self.matrices]
+        cold_splits = [split for split in ("val", "test") if split in self.matrices]
+        return dict(
+            num_users=shape[0],
+            num_items=shape[1],
+            train=self.matrices["train"],
+            cold_items=self.cold_items,
+            splits={split: {"cold": self.matrices[split]} for split in cold_splits},
+            user_ids=source_ids(self.user_index),
+            item_ids=source_ids(self.item_index),
+            known=interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape),
+            item_first_seen=_first_seen(self.frames, self.codes, timestamp, shape[1], where),
+        )
+
+
+def _read_interactions(
+    frames, items, columns, *, min_rating, missing_items, where, notes
+) -> _Interactions:
+    """Every split's rows checked, rated high enough, with an item the items table has (or
+    dropped, with ``missing_items="drop"``), as binary matrices over the same ids."""
+    user, item, rating, timestamp, item_id = columns
     frames = {split: frame for split, frame in frames.items() if frame is not None}
-    item_id = item_id or item
-    _check_frames(frames, items, (user, item, rating, timestamp, item_id), where, notes)
+    _check_frames(frames, items, columns, where, notes)
     frames = {
         split: _kept_ratings(frame, rating, min_rating, where[split], notes)
         for split, frame in frames.items()
@@ -101,42 +183,8 @@ def dataset_fields(
     frames = {split: frame[codes[split] >= 0] for split, frame in frames.items()}
     codes = {split: code[code >= 0] for split, code in codes.items()}
     user_index, matrices = _matrices(frames, user, codes, len(item_index), where, notes)
-    shape = (len(user_index), len(item_index))
     cold_items = _cold_items(matrices, item_index, where, notes)
-    content = item_content(
-        _aligned(items, item_id, item_index),
-        item_index,
-        text=text,
-        categories=categories,
-        numeric=numeric,
-        vectors=vectors,
-        vector_id=item_id,
-        separator=category_separator,
-        per_column=text_mode == "per_column",
-        where=where,
-        notes=notes,
-    )
-    every = [matrices[split] for split in INTERACTION_SPLITS if split in matrices]
-    known = interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape)
-    blocks = content.select(features, text_vectors=text_vectors, options=options, notes=notes)
-    per_column = content.column_texts is not None and "text" in blocks
-    return dict(
-        name=name,
-        num_users=shape[0],
-        num_items=shape[1],
-        train=matrices["train"],
-        cold_items=cold_items,
-        splits={split: {"cold": matrices[split]} for split in ("val", "test") if split in matrices},
-        features=blocks,
-        user_ids=source_ids(user_index),
-        item_ids=source_ids(item_index),
-        known=known,
-        notes=notes,
-        item_text=content.texts,
-        text_fields=list(text) if per_column else None,  # the text block's columns, in order
-        feature_columns=content.columns,
-        item_first_seen=_first_seen(frames, codes, timestamp, len(item_index), where),
-    )
+    return _Interactions(frames, codes, user_index, item_index, matrices, cold_items)
 
 
 def _check_frames(frames, items, columns, where, notes) -> None:
@@ -217,17 +265,6 @@ def _cold_items(matrices, item_index, where, notes) -> np.ndarray:
             "their content alone"
         )
     return np.flatnonzero(~warm)
-
-
-def _aligned(items, item_id, item_index) -> pd.DataFrame | None:
-    """The items table's rows in internal item order."""
-    if items is None:
-        return None
-    ids = items[item_id]
-    if pd.api.types.is_integer_dtype(item_index.dtype):
-        ids = ids.astype(np.int64)
-    positions = pd.Index(ids).get_indexer(item_index)
-    return items.iloc[positions].reset_index(drop=True)
 
 
 def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None:

@@ -94,17 +94,13 @@ def score_chunk(model: torch.nn.Module, data, rows: int) -> torch.Tensor:
 
 
 def fit_memory(
-    config: TrainConfig,
-    data,
-    *,
-    world_size: int = 1,
-    device_memory: int | None = None,
-    gpu: str | None = None,
+    config: TrainConfig, data, *, world_size: int, device_memory: int | None, gpu: str | None
 ) -> dict:
     """Per-device memory of a run of ``config``'s model that has nothing to train: the build's
     peak (the fit), the model's state, one evaluation chunk's peak with that state, and whether
     the larger of the two peaks fits ``device_memory`` with a 10 % margin. Measured, once; with
-    no step there is nothing to time on ``gpu``."""
+    no step there is nothing to time on ``gpu``. ``estimate_memory``'s part for such a model:
+    its options and their defaults are that function's."""
     from coldbrew.evaluation.engine import DEFAULT_CHUNK_ELEMENTS
     from coldbrew.registry import build_model, model_spec
 
