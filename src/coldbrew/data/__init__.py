@@ -127,7 +127,7 @@ def _load_folder(
 
             asked = options["features"] or DEFAULT_MODALITIES
             options["features"] = [name for name in asked if name != "text"]
-        return module.load(path, trust_pickle=trust_pickle, text_encoder=encoder, **options)
+        return module.load(path, text_encoder=encoder, **options)
     if recbole.detect(path):
         return recbole.load(path, text_encoder=encoder, text_vectors=text_vectors, **options)
     raise DataError(

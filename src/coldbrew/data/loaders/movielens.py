@@ -60,7 +60,6 @@ def detect(path: Path) -> bool:
 def load(
     path: Path,
     *,
-    trust_pickle: bool = False,
     features: list[str] | None = None,
     seed: int = DEFAULT_SEED,
     **options,
