@@ -139,17 +139,11 @@ def bench_dataset(what: str, config: TrainConfig, feature_widths: list[int] | No
     where given (or where the data has none and ``what`` is the sampler, which reads none)."""
     from coldbrew.data import load_dataset
     from coldbrew.errors import ColdbrewError
-    from coldbrew.registry import model_spec
+    from coldbrew.tasks import dataset_options
 
-    dataset = load_dataset(
-        config.data,
-        trust_pickle=config.trust_pickle,
-        features=config.resolved_features() or ([] if feature_widths else None),
-        seed=config.seed,
-        text_encoder=config.text_encoder,
-        text_vectors=model_spec(config.model).reads_text_vectors,
-        layout=config.layout,
-    )
+    options = dataset_options(config)
+    options["features"] = options["features"] or ([] if feature_widths else None)
+    dataset = load_dataset(config.data, **options)
     if feature_widths:
         dataset.features = random_features(dataset.num_items, feature_widths, config.seed)
     elif not dataset.features:  # clcrec-movielens: its feature files were never published

@@ -16,17 +16,8 @@ def load_data(name: str, config: Any, *, select: bool = True) -> Any:
     ``ModelSpec.reads_text_vectors``), a ``DailySeries`` for forecasting."""
     if name == "recommendation":
         from coldbrew.data import load_dataset
-        from coldbrew.registry import model_spec
 
-        dataset = load_dataset(
-            config.data,
-            trust_pickle=config.trust_pickle,
-            features=config.resolved_features(),
-            seed=config.seed,
-            text_encoder=config.text_encoder,
-            text_vectors=model_spec(config.model).reads_text_vectors,
-            layout=config.layout,  # the run's own tables as it named them (saved with it)
-        )
+        dataset = load_dataset(config.data, **dataset_options(config))
         return select_and_report(dataset, config) if select else dataset
     if name == "forecasting":
         from coldbrew.data.forecast.series import load_series
@@ -40,6 +31,24 @@ def load_data(name: str, config: Any, *, select: bool = True) -> Any:
             )
         return load_series(config.data, config.model_options.series, seed=config.seed)
     raise ValueError(f"unknown task {name!r}")  # pragma: no cover - registry entries are fixed
+
+
+def dataset_options(config: Any) -> dict[str, Any]:
+    """What ``load_dataset`` reads of a run's ``config`` besides ``config.data``: pickle trust,
+    features, seed, the text encoder, whether the model reads the text block
+    (``ModelSpec.reads_text_vectors``) and the run's own tables as it named them (``layout``,
+    saved with it). The one list: whatever loads a run's data, or keys a cache of it, reads
+    it here."""
+    from coldbrew.registry import model_spec
+
+    return {
+        "trust_pickle": config.trust_pickle,
+        "features": config.resolved_features(),
+        "seed": config.seed,
+        "text_encoder": config.text_encoder,
+        "text_vectors": model_spec(config.model).reads_text_vectors,
+        "layout": config.layout,
+    }
 
 
 def select_and_report(data: Any, config: Any) -> Any:

@@ -63,9 +63,9 @@ class DataCache:
     cut as each run says (select/report halves, or a fold: ``coldbrew.tasks.select_and_report``).
 
     Keyed by what ``coldbrew.tasks.load_data`` reads: the task's kind (not the model, so the
-    models of a leaderboard share one load per seed), whether the model reads the text block
-    (the LM does not), the data, its layout, features, text encoder, seed, pickle trust and
-    series."""
+    models of a leaderboard share one load per seed), the data, the series, and
+    ``coldbrew.tasks.dataset_options`` (whether the model reads the text block: the LM does
+    not; the layout, features, text encoder, seed and pickle trust)."""
 
     def __init__(self) -> None:
         self.loaded: dict[tuple, Any] = {}
@@ -73,16 +73,13 @@ class DataCache:
 
     def __call__(self, config: TrainConfig) -> Any:
         from coldbrew.registry import model_spec
-        from coldbrew.tasks import load_data, select_and_report
+        from coldbrew.tasks import dataset_options, load_data, select_and_report
 
-        options = config.model_options
-        spec = model_spec(config.model)
-        key = (spec.task, config.data, str(config.resolved_features()), config.trust_pickle)
-        key += (spec.reads_text_vectors,)
-        key += (config.seed, getattr(options, "series", None), config.text_encoder)
-        key += (str(config.layout),)
+        task = model_spec(config.model).task
+        key = (task, config.data, getattr(config.model_options, "series", None))
+        key += tuple((name, str(value)) for name, value in dataset_options(config).items())
         if key not in self.loaded:
-            self.loaded[key] = load_data(spec.task, config, select=False)
+            self.loaded[key] = load_data(task, config, select=False)
         cut = (config.report_share, config.selection_seed, config.cold_split)
         cut += (config.folds, config.fold, config.fold_seed)
         if (key, cut) not in self.cut:
