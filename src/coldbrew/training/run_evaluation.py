@@ -14,7 +14,7 @@ from coldbrew.evaluation.protocols import check_protocol
 from coldbrew.registry import model_spec
 from coldbrew.system.runtime import configure_process, device_name, resolve_device
 from coldbrew.training.checkpoint import BEST, load_checkpoint
-from coldbrew.training.run import CONFIG, load_run_dataset, write_json
+from coldbrew.training.run import CONFIG, RESULTS, load_run_dataset, write_json
 from coldbrew.training.run_ids import check_ids
 from coldbrew.training.run_layout import check_run_layout, count_difference
 
@@ -67,7 +67,7 @@ def load_best_model(
     checkpoint_path = run_dir / BEST
     if not checkpoint_path.exists():
         raise ColdbrewError(f"no checkpoint at {checkpoint_path}: the run has no evaluated epoch")
-    if not (run_dir / "results.json").exists():
+    if not (run_dir / RESULTS).exists():
         import warnings
 
         warnings.warn(
@@ -136,8 +136,8 @@ def trained_identity(run_dir: Path, saved: dict) -> str | None:
     since moved (taken as the same model)."""
     import json
 
-    if (run_dir / "results.json").exists():
-        recorded = json.loads((run_dir / "results.json").read_text()).get("text_encoder_identity")
+    if (run_dir / RESULTS).exists():
+        recorded = json.loads((run_dir / RESULTS).read_text()).get("text_encoder_identity")
         if recorded is not None:
             return recorded
     try:
