@@ -9,6 +9,7 @@ from YAML layers and flags. No torch is imported here.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,6 +172,11 @@ class TrainConfig:
         # the one check of the choice, once every layer is merged (a layer may give the new
         # place of a moved folder that an earlier one names); a parsed one is kept as it is
         self.text_encoder = TextEncoder.parse(self.text_encoder)
+
+    def copy_with(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes`` (a fold, a seed, epochs) that shares nothing mutable with
+        this one: a run may add notes to its own config, or change its model's options."""
+        return dataclasses.replace(copy.deepcopy(self), **changes)
 
     def resolved_ks(self) -> list[int]:
         return sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))

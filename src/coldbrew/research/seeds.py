@@ -13,7 +13,6 @@ seed a distributed run of its own; rank 0 alone writes ``RUN``'s files.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -72,7 +71,7 @@ def saved_seeds(run_dir: Path | str) -> list[int]:
 
 
 def seed_config(config: TrainConfig, seed: int) -> TrainConfig:
-    return dataclasses.replace(copy.deepcopy(config), seed=seed)
+    return config.copy_with(seed=seed)
 
 
 def train_seeds(

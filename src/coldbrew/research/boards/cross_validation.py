@@ -19,8 +19,6 @@ folds. Everything is resumable: a finished run is read back.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,13 +39,13 @@ def fold_dir(out: Path, name: str, fold: int) -> Path:
 
 def fold_unit(config: TrainConfig, seeds: Sequence[int], out: Path, fold: int) -> RunUnit:
     """One model's run holding out fold ``fold`` (``config``: the model's board settings)."""
-    fold_config = dataclasses.replace(copy.deepcopy(config), fold=fold)
+    fold_config = config.copy_with(fold=fold)
     return RunUnit(fold_config, tuple(seeds), fold_dir(out, config.model, fold))
 
 
 def final_unit(config: TrainConfig, seeds: Sequence[int], out: Path, epochs: int) -> RunUnit:
     """One model's final run: every training item, ``epochs`` epochs."""
-    final_config = dataclasses.replace(copy.deepcopy(config), fold=None, epochs=epochs)
+    final_config = config.copy_with(fold=None, epochs=epochs)
     return RunUnit(final_config, tuple(seeds), out / config.model)
 
 

@@ -6,7 +6,6 @@ split (``coldbrew.data.splits.folds``), so no trial reads the items that report.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ def fold_trial(
 
     own, per_fold = [], []
     for fold in range(config.folds):
-        fold_config = dataclasses.replace(config, fold=fold)
+        fold_config = config.copy_with(fold=fold)
         fold_dir = run_dir / f"fold-{fold}"
         results = train_seeds(
             fold_config, fold_dir, list(seeds or [config.seed]), load_data=cache, **options
