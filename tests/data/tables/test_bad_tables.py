@@ -36,22 +36,22 @@ CASES = {
         {"events.csv": EVENTS.replace("user,", "uid,")},
         "no column 'user' (it has: uid",
     ),
-    "empty user id": ({"events.csv": EVENTS + ",b,4,5\n"}, "row 4: empty user id (1 row(s)"),
+    "empty user id": ({"events.csv": EVENTS + ",b,4,5\n"}, "line 5: empty user id (1 row(s)"),
     "rating not numeric": (
         {"events.csv": EVENTS + "cy,b,five,5\n"},
-        "row 4: rating 'five' is not a number",
+        "line 5: rating 'five' is not a number",
     ),
     "timestamp not time": (
         {"events.csv": EVENTS + "cy,b,4,soon\n"},
-        "row 4: timestamp 'soon' is not",
+        "line 5: timestamp 'soon' is not",
     ),
     "item repeated": (
         {"items.csv": ITEMS + "a,Heat 2,Crime,1996\n"},
-        "row 1: item id 'a' listed more",
+        "item id 'a' is on 2 rows that differ (line 2, line 4;",
     ),
     "item not in items": (
         {"events.csv": EVENTS + "cy,zz,4,5\n"},
-        "1 item id(s) the items table lacks (e.g. 'zz', row 4)",
+        "1 item id(s) the items table lacks (e.g. 'zz', line 5)",
     ),
     "text column absent": (
         {"coldbrew.yaml": SPEC.replace("[title]", "[plot]")},
@@ -122,7 +122,7 @@ def test_the_good_files_load_and_info_says_what_was_read_dropped_and_guessed(tmp
     assert main(["data", "info", str(tmp_path), "--features", "genres,numeric"]) == 0
     out = capsys.readouterr().out
     assert "note: events.csv: 5 row(s) read" in out and "note: items.csv: 2 item(s) read" in out
-    assert "(e.g. 'zz', row 5): dropped (missing_items: drop)" in out
+    assert "(e.g. 'zz', line 6): dropped (missing_items: drop)" in out
     assert "note: events.csv: 1 repeated (user, item) row(s) counted once" in out
 
 

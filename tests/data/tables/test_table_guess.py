@@ -22,7 +22,7 @@ def shop(folder):
     folder.mkdir()
     (folder / "events.csv").write_text(EVENTS)
     (folder / "products.csv").write_text(PRODUCTS)
-    (folder / "cold_test.csv").write_text("customer_id,product_sku\nc1,C-3\n")
+    (folder / "cold_test.csv").write_text("customer_id,product_sku\nc1,C-3\nc3,C-3\n")
     return folder
 
 
@@ -47,7 +47,7 @@ def test_init_guesses_files_and_columns_and_the_folder_then_loads(tmp_path, caps
         "numeric": ["price"],
     }
     data = load_dataset(folder, features=["tags", "brand", "numeric"])
-    assert list(data.item_ids) == ["A-1", "B-2", "C-3"] and data.splits["test"]["cold"].nnz == 1
+    assert list(data.item_ids) == ["A-1", "B-2", "C-3"] and data.splits["test"]["cold"].nnz == 2
 
 
 def test_init_never_replaces_a_coldbrew_yaml_unless_forced(tmp_path, capsys):

@@ -122,7 +122,7 @@ def test_own_cold_files_become_the_validation_and_test_splits():
 def test_ratings_below_min_rating_are_dropped_and_timestamps_give_first_seen():
     frame = INTERACTIONS.assign(stars=[5, 1, 4, 4], when=["2020-01-02", "2020-01-01", "3", "4"])
     with pytest.raises(
-        DataError, match=r"row 3: timestamp '3' is neither a number nor a date \(2 such"
+        DataError, match=r"row 3: timestamp '3' is neither a number nor a date; also row 4 \('4'\) \(2 such"
     ):
         coldbrew.Dataset.from_frames(frame, rating="stars", timestamp="when")
     frame = frame.assign(when=[20, 10, 30, 40])
@@ -137,7 +137,7 @@ def test_ratings_below_min_rating_are_dropped_and_timestamps_give_first_seen():
         (
             "stars",
             [5, "x", 4, "y"],
-            "row 2: rating 'x' is not a number (2 such row(s) in column 'stars')",
+            "row 2: rating 'x' is not a number; also row 4 ('y') (2 such row(s) in column 'stars')",
         ),
         (
             "when",
@@ -147,11 +147,12 @@ def test_ratings_below_min_rating_are_dropped_and_timestamps_give_first_seen():
         (
             "when",
             ["2020-01-01", "no", "3", "x"],
-            "row 2: timestamp 'no' is neither a number nor a date (3 such row(s))",
+            "row 2: timestamp 'no' is neither a number nor a date; also row 3 ('3'), row 4 ('x') "
+            "(3 such row(s))",
         ),
     ],
 )
-def test_bad_ratings_and_timestamps_name_the_first_row_and_the_count(column, values, message):
+def test_bad_ratings_and_timestamps_name_their_rows_and_the_count(column, values, message):
     # the three refusals come from one helper; their whole texts, counts included, are pinned
     frame = INTERACTIONS.assign(**{column: values})
     columns = {"rating": "stars"} if column == "stars" else {"timestamp": "when"}

@@ -172,6 +172,16 @@ def shown(value: object) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+def row_name(values: pd.Series, position: int, where: str) -> str:
+    """Where row ``position`` (from 0) of ``values`` is, as messages say it: ``line N`` of a
+    file (the header is line 1; the row's label counts from 0 in the file's order), ``row N``
+    (from 1) of a frame given in Python."""
+    label = values.index[position]
+    if "." in str(where) and isinstance(label, int | np.integer):
+        return f"line {int(label) + 2}"
+    return f"row {position + 1}"
+
+
 def text_label(column: str) -> str:
     """A column's name as a field label: ``"release_year"`` -> ``"Release year"``."""
     label = column.replace("_", " ").strip()

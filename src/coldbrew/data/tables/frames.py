@@ -31,8 +31,16 @@ import pandas as pd
 import scipy.sparse as sp
 
 from coldbrew.data.matrices import interactions_to_csr
-from coldbrew.data.tables.content import check_columns, item_content, shown
-from coldbrew.data.tables.ids import item_codes, item_index_of, sorted_ids, source_ids
+from coldbrew.data.tables.content import check_columns, item_content, row_name, shown
+from coldbrew.data.tables.core import apply_k_core
+from coldbrew.data.tables.dates import timestamps
+from coldbrew.data.tables.ids import (
+    item_codes,
+    item_index_of,
+    sorted_ids,
+    source_ids,
+    unique_items,
+)
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
@@ -59,6 +67,8 @@ def dataset_fields(
     missing_items: str = "error",
     category_separator: str = "|",
     text_mode: str = "joined",
+    k_core: int | None = None,
+    date_format: str | None = None,
     features: Sequence[str] | None = None,
     text_vectors: bool = True,
     name: str = "frames",
@@ -74,7 +84,9 @@ def dataset_fields(
     vectors keyed by the same id column. ``missing_items="drop"`` drops interactions whose item
     the items table lacks (with a note) instead of refusing them. ``text_mode="per_column"``
     encodes each text column apart, the text block their vectors side by side (``joined``:
-    one text). ``features`` picks content
+    one text). ``k_core`` keeps the users and items with that many training interactions
+    (``coldbrew.data.tables.core``); ``date_format`` (``"%d/%m/%Y"``) says how dates are
+    written where the order of day and month cannot be told. ``features`` picks content
     blocks by name (default: all); ``text_vectors=False`` leaves the text block out. ``sources``
     names the file of each frame (``train``, ``val``, ``test``, ``items``, ``vectors``) for
     messages. ``options``: the text encoder's (``text_encoder``, ``progress``,
@@ -91,11 +103,12 @@ def dataset_fields(
         (user, item, rating, timestamp, item_id),
         min_rating=min_rating,
         missing_items=missing_items,
+        k_core=k_core,
         where=where,
         notes=notes,
     )
     content = item_content(
-        items,
+        read.items,
         item_id,
         read.item_index,
         text=text,
@@ -116,7 +129,7 @@ def dataset_fields(
         item_text=content.texts,
         text_fields=list(text) if per_column else None,  # the text block's columns, in order
         feature_columns=content.columns,
-        **read.fields(timestamp, where),
+        **read.fields(timestamp, where, notes, date_format),
     )
 
 
@@ -143,8 +156,9 @@ class _Interactions:
     item_index: pd.Index  # source item ids, likewise
     matrices: dict[str, sp.csr_matrix]  # each split's binary (users, items) interactions
     cold_items: np.ndarray
+    items: pd.DataFrame | None  # the items table's rows kept (each item once)
 
-    def fields(self, timestamp: str | None, where: Mapping[str, str]) -> dict:
+    def fields(self, timestamp, where: Mapping[str, str], notes, date_format=None) -> dict:
         """A ``Dataset``'s fields that come from the interactions (the first-seen times last:
         a bad timestamp is refused after everything else is read)."""
         shape = (len(self.user_index), len(self.item_index))
@@ -159,12 +173,14 @@ class _Interactions:
             user_ids=source_ids(self.user_index),
             item_ids=source_ids(self.item_index),
             known=interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape),
-            item_first_seen=_first_seen(self.frames, self.codes, timestamp, shape[1], where),
+            item_first_seen=_first_seen(
+                self.frames, self.codes, (timestamp, date_format), shape[1], where, notes
+            ),
         )
 
 
 def _read_interactions(
-    frames, items, columns, *, min_rating, missing_items, where, notes
+    frames, items, columns, *, min_rating, missing_items, k_core, where, notes
 ) -> _Interactions:
     """Every split's rows checked, rated high enough, with an item the items table has (or
     dropped, with ``missing_items="drop"``), as binary matrices over the same ids."""
@@ -175,6 +191,10 @@ def _read_interactions(
         split: _kept_ratings(frame, rating, min_rating, where[split], notes)
         for split, frame in frames.items()
     }
+    if items is not None:
+        items = unique_items(items, item_id, where["items"], notes)
+    if k_core is not None:
+        frames, items = apply_k_core(frames, items, (user, item, item_id), k_core, where, notes)
     item_index = item_index_of(items, item_id, frames, item, where)
     codes = {
         split: item_codes(frame[item], item_index, missing_items, where[split], notes)
@@ -184,7 +204,7 @@ def _read_interactions(
     codes = {split: code[code >= 0] for split, code in codes.items()}
     user_index, matrices = _matrices(frames, user, codes, len(item_index), where, notes)
     cold_items = _cold_items(matrices, item_index, where, notes)
-    return _Interactions(frames, codes, user_index, item_index, matrices, cold_items)
+    return _Interactions(frames, codes, user_index, item_index, matrices, cold_items, items)
 
 
 def _check_frames(frames, items, columns, where, notes) -> None:
@@ -267,14 +287,17 @@ def _cold_items(matrices, item_index, where, notes) -> np.ndarray:
     return np.flatnonzero(~warm)
 
 
-def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None:
+def _first_seen(frames, codes, time_column, num_items, where, notes) -> np.ndarray | None:
     """Each item's first interaction time (seconds; NaN for items never seen)."""
+    timestamp, date_format = time_column
     if timestamp is None:
         return None
     seconds = []
     for split, frame in frames.items():
         if timestamp in frame.columns:
-            seconds.append(timestamps(frame[timestamp], where[split]))
+            seconds.append(
+                timestamps(frame[timestamp], where[split], _refuse_bad_rows, notes, date_format)
+            )
         else:
             seconds.append(np.full(len(frame), np.nan))
     first = pd.Series(np.concatenate(seconds)).groupby(np.concatenate(list(codes.values()))).min()
@@ -283,30 +306,21 @@ def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None
     return out
 
 
-def timestamps(values: pd.Series, where: str) -> np.ndarray:
-    """Seconds as float64 from numbers (as they are) or dates (since the epoch)."""
-    numbers = pd.to_numeric(values, errors="coerce")
-    if not numbers.isna().any():
-        return numbers.to_numpy(dtype=np.float64)
-    if numbers.notna().mean() > 0.5:  # mostly numbers: name the first other
-        bad = numbers.isna().to_numpy()
-        _refuse_bad_rows(bad, values, where, "timestamp {} is not a number like the others")
-    dates = pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
-    bad = dates.isna().to_numpy()
-    _refuse_bad_rows(bad, values, where, "timestamp {} is neither a number nor a date")
-    return (dates - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)
-
-
 def _refuse_bad_rows(
     bad: np.ndarray, values: pd.Series, where: str, problem: str, column: str | None = None
 ) -> None:
-    """Refuse, in one line, the rows where ``bad`` holds: the first (counted from 1), its value
-    in ``problem``'s ``{}`` and how many there are (in ``column``, where named)."""
+    """Refuse, in one error, every row where ``bad`` holds: up to five named (a file's line,
+    the header being line 1; a frame's row, from 1) with their values, and how many there are
+    (in ``column``, where named)."""
     if not bad.any():
         return
-    first = int(np.argmax(bad))
+    positions = np.flatnonzero(bad)
     place = f" in column {column!r}" if column is not None else ""
+    named = [f"{row_name(values, p, where)} ({values.iloc[p]!r})" for p in positions[1:5]]
+    also = f"; also {', '.join(named)}" if named else ""
+    more = f" and {len(positions) - 5} more" if len(positions) > 5 else ""
     raise DataError(
-        f"{where}, row {first + 1}: {problem.format(repr(values.iloc[first]))} "
-        f"({int(bad.sum())} such row(s){place})"
+        f"{where}, {row_name(values, positions[0], where)}: "
+        f"{problem.format(repr(values.iloc[positions[0]]))}{also}{more} "
+        f"({len(positions)} such row(s){place})"
     )

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from coldbrew.data.tables.content import shown
+from coldbrew.data.tables.content import row_name, shown
 from coldbrew.errors import DataError
 
 
@@ -17,9 +17,9 @@ def id_kind(values: pd.Series, what: str, where: str) -> str:
     ids are a ``DataError`` naming the row."""
     empty = values.isna().to_numpy()
     if empty.any():
+        named = ", ".join(row_name(values, int(p), where) for p in np.flatnonzero(empty)[:5])
         raise DataError(
-            f"{where}, row {int(np.argmax(empty)) + 1}: empty {what} id "
-            f"({int(empty.sum())} row(s) without one)"
+            f"{where}, {named}: empty {what} id ({int(empty.sum())} row(s) without one)"
         )
     if pd.api.types.is_bool_dtype(values):
         raise DataError(f"{where}: {what} ids are true/false values, not ids")
@@ -64,6 +64,27 @@ def sorted_ids(values: pd.Series, what: str, where: Mapping[str, str]) -> pd.Ind
     return pd.Index(np.sort(uniques))
 
 
+def unique_items(items: pd.DataFrame, item_id: str, where: str, notes: list) -> pd.DataFrame:
+    """The items table with identical repeated rows read once (a note counts them); an id on
+    rows that differ is a ``DataError`` naming the id and its rows."""
+    repeated = items.duplicated().to_numpy()
+    if repeated.any():
+        notes.append(f"{where}: {int(repeated.sum())} identical repeated row(s) read once")
+        items = items[~repeated]
+    differing = items[item_id].duplicated(keep=False).to_numpy()
+    if differing.any():
+        ids = items[item_id]
+        first = ids.iloc[int(np.argmax(differing))]
+        rows = np.flatnonzero((ids == first).to_numpy())
+        named = ", ".join(row_name(ids, int(p), where) for p in rows[:5])
+        count = int(ids[differing].nunique())
+        raise DataError(
+            f"{where}: item id {shown(first)} is on {len(rows)} rows that differ ({named}; "
+            f"{count} id(s) so); give each item one row"
+        )
+    return items
+
+
 def item_index_of(items, item_id, frames, item, where) -> pd.Index:
     """The catalogue's sorted item ids: the items table's (each once), else every item seen."""
     interaction_ids = [(frame[item], where[split]) for split, frame in frames.items()]
@@ -93,7 +114,7 @@ def item_codes(values, item_index, missing_items, where, notes) -> np.ndarray:
         count, distinct = int(unknown.sum()), int(pd.unique(values[unknown]).size)
         said = (
             f"{where}: {count} interaction(s) name {distinct} item id(s) the items table lacks "
-            f"(e.g. {shown(values.iloc[first])}, row {first + 1})"
+            f"(e.g. {shown(values.iloc[first])}, {row_name(values, first, where)})"
         )
         if missing_items == "error":
             raise DataError(f"{said}; add them to the items table or set missing_items: drop")

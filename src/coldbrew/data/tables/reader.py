@@ -99,7 +99,8 @@ def load(
     check_seed(seed)
     check_options(path.name, options, TEXT_OPTIONS)
     spec = read_spec(path / SPEC_FILE, layout)
-    frames = read_frames(path, spec)
+    notes: list[str] = []
+    frames = read_frames(path, spec, notes)
     settings = {key: spec[key] for key in COLUMN_KEYS + LIST_KEYS + OTHER_KEYS if key in spec}
     return Dataset.from_frames(
         frames.pop("interactions"),
@@ -110,6 +111,7 @@ def load(
         text_vectors=text_vectors,
         name=path.name,
         sources={_split(key): spec[key] for key in FILE_KEYS if key in spec},
+        notes=notes,
         **options,
     )
 
@@ -118,8 +120,13 @@ def _split(key: str) -> str:
     return "train" if key == "interactions" else key
 
 
-def read_frames(folder: Path, spec: dict) -> dict[str, pd.DataFrame]:
-    """Each file ``spec`` names, read with its id columns as text, then ids made one type."""
+def read_frames(
+    folder: Path, spec: dict, notes: list[str] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Each file ``spec`` names, read with its id columns as text, then ids made one type:
+    spaces around an id stripped, and integers where every file's ids are (``1430.0`` read as
+    ``1430`` where the other files write ``1430``), with a note in ``notes``."""
+    notes = notes if notes is not None else []
     user, item = spec.get("user", "user"), spec.get("item", "item")
     item_id = spec.get("item_id", item)
     ids = {"interactions": [user, item], "val": [user, item], "test": [user, item]}
@@ -128,12 +135,45 @@ def read_frames(folder: Path, spec: dict) -> dict[str, pd.DataFrame]:
     item_columns = [(key, item) for key in ("interactions", "val", "test") if key in frames]
     item_columns += [(key, item_id) for key in ("items", "vectors") if key in frames]
     user_columns = [(key, user) for key in ("interactions", "val", "test") if key in frames]
-    for columns in (item_columns, user_columns):
+    for what, columns in (("item", item_columns), ("user", user_columns)):
         present = [(key, c) for key, c in columns if c in frames[key].columns]
-        if present and all(integer_like(frames[key][column]) for key, column in present):
-            for key, column in present:
-                frames[key][column] = frames[key][column].astype(np.int64)
+        for key, column in present:
+            frames[key][column] = _stripped(frames[key][column], spec[key], notes)
+        _integer_ids(frames, present, what, {key: spec[key] for key, _ in present}, notes)
     return frames
+
+
+def _stripped(values: pd.Series, name: str, notes: list[str]) -> pd.Series:
+    """Text ids with the spaces around them stripped (a note counts the ids changed)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values
+    text = values.where(values.isna(), values.astype(str))
+    stripped = text.str.strip()
+    changed = int((stripped != text).sum())
+    if changed:
+        notes.append(f"{name}: spaces around {changed:,} id(s) in {values.name!r} stripped")
+    return stripped.where(stripped != "", None)
+
+
+def _integer_ids(frames, present, what: str, names: dict, notes: list[str]) -> None:
+    """The ``present`` id columns as int64 when every one holds integers, whole numbers
+    written as decimals (``1430.0``) counted as integers when another file writes integers."""
+    if not present:
+        return
+    plain = {key: integer_like(frames[key][column]) for key, column in present}
+    whole = {key: plain[key] or whole_like(frames[key][column]) for key, column in present}
+    if not all(whole.values()) or not any(plain.values()):
+        return
+    for key, column in present:
+        if not plain[key]:
+            notes.append(
+                f"{names[key]}: {what} ids in {column!r} written as decimals (e.g. "
+                f"{frames[key][column].iloc[0]!r}) read as the integers the other files name"
+            )
+        values = frames[key][column]
+        if not pd.api.types.is_numeric_dtype(values):
+            values = pd.to_numeric(values.astype(str))
+        frames[key][column] = values.astype(np.int64)
 
 
 def integer_like(values: pd.Series) -> bool:
@@ -144,6 +184,16 @@ def integer_like(values: pd.Series) -> bool:
     if uniques.empty or values.isna().any():
         return False
     return bool(uniques.astype(str).str.fullmatch(PLAIN_INTEGER).all())
+
+
+def whole_like(values: pd.Series) -> bool:
+    """Whether every id is a whole number written as a decimal (``1430.0``)."""
+    if values.isna().any():
+        return False
+    if pd.api.types.is_float_dtype(values):
+        return bool((values == np.floor(values)).all())
+    uniques = pd.Series(pd.unique(values)).astype(str)
+    return bool(uniques.str.fullmatch(PLAIN_INTEGER + r"\.0*").all())
 
 
 def read_table(

@@ -16,9 +16,11 @@ SPEC_FILE = "coldbrew.yaml"
 FILE_KEYS = ("interactions", "items", "vectors", "val", "test")
 COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
 LIST_KEYS = ("text", "categories", "numeric")
-OTHER_KEYS = ("min_rating", "missing_items", "category_separator", "text_mode")
+OTHER_KEYS = ("min_rating", "missing_items", "category_separator", "text_mode", "k_core")
+OTHER_KEYS += ("date_format",)  # "%d/%m/%Y": how dates are written, where it cannot be told
 KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
 NAME_KEYS = FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator", "text_mode")
+NAME_KEYS += ("date_format",)
 # what a flag's help and a refusal say
 FLAG_EXAMPLE = "--layout interactions=events.csv --layout text=title,plot"
 
@@ -52,6 +54,9 @@ def check_layout(spec: Mapping, where: str | Path) -> dict[str, Any]:
     value = checked.get("min_rating", 0)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(f"{where}: min_rating must be a number, not {value!r}")
+    value = checked.get("k_core", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DataError(f"{where}: k_core must be a whole number, 1 or more, not {value!r}")
     return checked
 
 
@@ -79,6 +84,8 @@ def _flag_value(key: str, value: str) -> Any:
     if key in LIST_KEYS:
         return [name.strip() for name in value.split(",") if name.strip()]
     value = value.strip()
+    if key == "k_core" and value.isdigit():
+        return int(value)
     if key == "min_rating":
         for kind in (int, float):
             try:
