@@ -13,9 +13,13 @@ INIT_EXAMPLES = """Examples:
   coldbrew data info shop                                   # what was read, dropped, guessed
   coldbrew train --data shop --cold-split time:0.2 --out runs/shop
 
-Interactions: a user and an item column (rating and timestamp optional). Items: one id column;
-long or mostly distinct text columns become text, '|'-lists and short labels categories,
-numbers numeric. Edit coldbrew.yaml where a guess is wrong."""
+  coldbrew data init shop/                                  # every table file in shop/
+
+Interactions: two id columns whose values repeat (an e-mail column is the user); the items
+table: one row per id, holding the interactions' items. Long or many-valued text becomes
+text, '|'-lists of short labels and few-valued labels categories, numbers numeric; index,
+URL, constant and empty columns are skipped. Each guess is printed with its reason: edit
+coldbrew.yaml where one is wrong (docs: Data page, "What data init guesses")."""
 
 
 def add_init_parser(data_commands) -> None:
@@ -26,7 +30,12 @@ def add_init_parser(data_commands) -> None:
         "Guess which file holds the interactions and the items, and what each column "
         "is; write DIR/coldbrew.yaml and print every guess.\n\n" + INIT_EXAMPLES,
     )
-    init.add_argument("files", nargs="+", metavar="FILE", help="CSV, TSV or Parquet files")
+    init.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="CSV, TSV or Parquet files, or a folder (its table files are read)",
+    )
     init.add_argument(
         "--out",
         default=None,
@@ -43,11 +52,8 @@ def run_init(args: argparse.Namespace) -> int:
 
     files = [Path(name).resolve() for name in args.files]
     spec, lines = guess(files)
-    folder = (
-        Path(args.out).resolve()
-        if args.out
-        else Path(os.path.commonpath([f.parent for f in files]))
-    )
+    folders = [path if path.is_dir() else path.parent for path in files]
+    folder = Path(args.out).resolve() if args.out else Path(os.path.commonpath(folders))
     target = write_spec(spec, folder, force=args.force)
     for line in lines:
         print(f"guessed: {line}")

@@ -40,7 +40,7 @@ def test_typed_fields_become_ids_rating_time_text_categories_numbers_and_vectors
     assert data.features["vectors"].tolist() == [[1, 2], [3, 4], [5, 6], [0, 0]]
     assert data.item_first_seen.tolist()[:3] == [881250949.0, 881250950.0, 881250952.0]
     assert any(
-        "item id(s) the items table lacks (e.g. 99, row 5)" in n for n in data.notes
+        "item id(s) the items table lacks (e.g. 99, line 6)" in n for n in data.notes
     )  # dropped
     assert data.num_train == 4 and list(data.cold_items) == [3]
 

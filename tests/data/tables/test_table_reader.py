@@ -122,7 +122,8 @@ def test_own_cold_files_become_the_validation_and_test_splits():
 def test_ratings_below_min_rating_are_dropped_and_timestamps_give_first_seen():
     frame = INTERACTIONS.assign(stars=[5, 1, 4, 4], when=["2020-01-02", "2020-01-01", "3", "4"])
     with pytest.raises(
-        DataError, match=r"row 3: timestamp '3' is neither a number nor a date; also row 4 \('4'\) \(2 such"
+        DataError,
+        match=r"row 3: timestamp '3' is neither a number nor a date; also row 4 \('4'\) \(2 such",
     ):
         coldbrew.Dataset.from_frames(frame, rating="stars", timestamp="when")
     frame = frame.assign(when=[20, 10, 30, 40])

@@ -33,12 +33,13 @@ SAMPLE = 20_000  # values looked at for a column's form (URLs, e-mails)
 
 
 def numbers(values: pd.Series) -> pd.Series | None:
-    """``values`` as numbers when every non-empty one is a number, else ``None``."""
+    """``values`` as numbers when every non-empty one is a number, else ``None`` (a sample is
+    tried first: most text columns fail at once)."""
     present = values.dropna()
-    converted = pd.to_numeric(present, errors="coerce")
-    if present.empty or converted.isna().any():
+    if present.empty or pd.to_numeric(present.iloc[:1000], errors="coerce").isna().any():
         return None
-    return converted
+    converted = pd.to_numeric(present, errors="coerce")
+    return None if converted.isna().any() else converted
 
 
 def is_index(name: str, values: pd.Series) -> bool:
@@ -75,10 +76,16 @@ def is_location(values: pd.Series) -> bool:
 def id_values(values: pd.Series) -> pd.Index:
     """The distinct ids as the files' ids are matched: spaces stripped, whole numbers written
     without a fraction (``" 1430.0"`` reads as ``"1430"``)."""
-    text = pd.Series(pd.unique(values.dropna())).astype(str).str.strip()
+    return pd.Index(pd.unique(matched_ids(pd.unique(values.dropna()))), dtype=object)
+
+
+def matched_ids(values) -> np.ndarray:
+    """Each of ``values`` as ids are matched (see ``id_values``), as an object array."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    text = pd.Series(uniques, dtype=object).astype(str).str.strip()
     whole = text.str.fullmatch(WHOLE_NUMBER)
     text[whole] = text[whole].str.replace(r"\.0*$", "", regex=True)
-    return pd.Index(text.unique())
+    return text.to_numpy(dtype=object)[codes]
 
 
 def content_kind(name: str, values: pd.Series) -> tuple[str | None, str]:
@@ -103,7 +110,10 @@ def content_kind(name: str, values: pd.Series) -> tuple[str | None, str]:
     if text.str.contains("|", regex=False).mean() > 0.2:
         pieces = text.str.split("|", regex=False).explode().str.strip()
         if pieces.str.len().mean() <= SHORT_PIECE:
-            return "categories", f"'|'-lists in {text.str.contains('|', regex=False).mean():.0%} of rows"
+            return (
+                "categories",
+                f"'|'-lists in {text.str.contains('|', regex=False).mean():.0%} of rows",
+            )
     counts = text.value_counts()
     once = float((counts == 1).mean())
     if distinct > MAX_CATEGORIES or (distinct >= 100 and once > 0.5):

@@ -34,9 +34,9 @@ def date_order(values: pd.Series) -> str | None:
     if day_first and month_first:
         return "dates written both day first and month first"
     if day_first:
-        return f"dates written day first (e.g. {values.loc[first.idxmax()]!r}): read so"
+        return f"dates written day first (e.g. {values.loc[first.gt(12).idxmax()]!r}): read so"
     if month_first:
-        return f"dates written month first (e.g. {values.loc[second.idxmax()]!r}): read so"
+        return f"dates written month first (e.g. {values.loc[second.gt(12).idxmax()]!r}): read so"
     return f"dates whose day and month cannot be told apart (every field 12 or less): {DATE_FORMAT_HINT}"
 
 
@@ -53,12 +53,20 @@ def timestamps(
     if not numbers.isna().any() and date_format is None:
         return numbers.to_numpy(dtype=np.float64)
     if numbers.notna().mean() > 0.5 and date_format is None:  # mostly numbers
-        refuse(numbers.isna().to_numpy(), values, where, "timestamp {} is not a number like the others")
+        refuse(
+            numbers.isna().to_numpy(), values, where, "timestamp {} is not a number like the others"
+        )
     if date_format is not None:
         dates = pd.to_datetime(values, errors="coerce", utc=True, format=date_format)
         problem = f"timestamp {{}} is not a date written {date_format!r}"
     else:
-        dates = pd.to_datetime(values, errors="coerce", utc=True, format="mixed", dayfirst=_day_first(values, where, notes))
+        dates = pd.to_datetime(
+            values,
+            errors="coerce",
+            utc=True,
+            format="mixed",
+            dayfirst=_day_first(values, where, notes),
+        )
         problem = "timestamp {} is neither a number nor a date"
     refuse(dates.isna().to_numpy(), values, where, problem)
     return (dates - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=np.float64)

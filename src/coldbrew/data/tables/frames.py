@@ -84,18 +84,14 @@ def dataset_fields(
     vectors keyed by the same id column. ``missing_items="drop"`` drops interactions whose item
     the items table lacks (with a note) instead of refusing them. ``text_mode="per_column"``
     encodes each text column apart, the text block their vectors side by side (``joined``:
-    one text). ``k_core`` keeps the users and items with that many training interactions
-    (``coldbrew.data.tables.core``); ``date_format`` (``"%d/%m/%Y"``) says how dates are
-    written where the order of day and month cannot be told. ``features`` picks content
-    blocks by name (default: all); ``text_vectors=False`` leaves the text block out. ``sources``
-    names the file of each frame (``train``, ``val``, ``test``, ``items``, ``vectors``) for
-    messages. ``options``: the text encoder's (``text_encoder``, ``progress``,
-    ``text_batch_size``).
+    one text). ``k_core``: keep users and items with that many training interactions
+    (``tables.core``); ``date_format``: how dates are written (``tables.dates``). ``features``
+    picks blocks by name (default: all); ``text_vectors=False`` leaves the text block out.
+    ``sources`` names each frame's file for messages. ``options``: the text encoder's.
     """
     _check_choice("missing_items", missing_items, MISSING_ITEMS)
     _check_choice("text_mode", text_mode, TEXT_MODES)
-    notes = list(notes or [])
-    where = _frame_names(sources)
+    notes, where = list(notes or []), _frame_names(sources)
     item_id = item_id or item
     read = _read_interactions(
         {"train": interactions, "val": val, "test": test},
@@ -104,6 +100,7 @@ def dataset_fields(
         min_rating=min_rating,
         missing_items=missing_items,
         k_core=k_core,
+        content_columns=[*text, *categories, *numeric],
         where=where,
         notes=notes,
     )
@@ -180,7 +177,7 @@ class _Interactions:
 
 
 def _read_interactions(
-    frames, items, columns, *, min_rating, missing_items, k_core, where, notes
+    frames, items, columns, *, min_rating, missing_items, k_core, content_columns, where, notes
 ) -> _Interactions:
     """Every split's rows checked, rated high enough, with an item the items table has (or
     dropped, with ``missing_items="drop"``), as binary matrices over the same ids."""
@@ -192,7 +189,7 @@ def _read_interactions(
         for split, frame in frames.items()
     }
     if items is not None:
-        items = unique_items(items, item_id, where["items"], notes)
+        items = unique_items(items, [item_id, *content_columns], where["items"], notes)
     if k_core is not None:
         frames, items = apply_k_core(frames, items, (user, item, item_id), k_core, where, notes)
     item_index = item_index_of(items, item_id, frames, item, where)

@@ -32,6 +32,7 @@ from coldbrew.data.tables.columns import (
     id_values,
     is_email,
     is_index,
+    matched_ids,
     numbers,
 )
 from coldbrew.data.tables.dates import date_order
@@ -79,9 +80,7 @@ class Table:
             counted = numbers(values)
             if counted is not None and (counted != counted.round()).any():
                 continue
-            if 1 < values.nunique() < len(values) and values.nunique() > 10 or is_email(
-                column, values
-            ):
+            if 1 < values.nunique() < len(values) or is_email(column, values):
                 found.append(column)
         return found
 
@@ -276,7 +275,7 @@ def _note_missing(items: Table, id_column: str, train: Table, item: str, lines) 
     """Say how many interactions name items the table lacks; loading refuses them until
     ``missing_items: drop`` is set (the user's call: they are dropped)."""
     known = id_values(items.frame[id_column])
-    values = train.frame[item].astype(str).str.strip().str.replace(r"\.0*$", "", regex=True)
+    values = pd.Series(matched_ids(train.frame[item].to_numpy(dtype=object)), dtype=object)
     missing = ~values.isin(known)
     if missing.any():
         lines.append(

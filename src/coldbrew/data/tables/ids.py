@@ -64,10 +64,13 @@ def sorted_ids(values: pd.Series, what: str, where: Mapping[str, str]) -> pd.Ind
     return pd.Index(np.sort(uniques))
 
 
-def unique_items(items: pd.DataFrame, item_id: str, where: str, notes: list) -> pd.DataFrame:
-    """The items table with identical repeated rows read once (a note counts them); an id on
-    rows that differ is a ``DataError`` naming the id and its rows."""
-    repeated = items.duplicated().to_numpy()
+def unique_items(items: pd.DataFrame, columns, where: str, notes: list) -> pd.DataFrame:
+    """The items table with rows repeated in every column read (``columns``, the id first)
+    read once, a note counting them; an id on rows that differ there is a ``DataError``
+    naming the id and its rows."""
+    item_id = columns[0]
+    used = [column for column in dict.fromkeys(columns) if column in items.columns]
+    repeated = items.duplicated(subset=used).to_numpy()
     if repeated.any():
         notes.append(f"{where}: {int(repeated.sum())} identical repeated row(s) read once")
         items = items[~repeated]
