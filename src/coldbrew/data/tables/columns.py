@@ -28,18 +28,21 @@ EMAIL_NAME = re.compile(r"e-?mail", re.I)
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+|[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 LOCATION = re.compile(r"(?:https?://|ftp://|www\.|[A-Za-z]:\\|\\\\|/[^/\s]+/)\S*$")
 ID_NAME = re.compile(r"(?:^|[_\- ])id$|_id$|^id_|code$|number$|^no$", re.I)
-WHOLE_NUMBER = re.compile(r"\s*-?[0-9]{1,18}(?:\.0*)?\s*")
+WHOLE_NUMBER = re.compile(r"\s*-?[0-9]{1,18}(?:\.0+)?\s*")
 SAMPLE = 20_000  # values looked at for a column's form (URLs, e-mails)
 
 
 def numbers(values: pd.Series) -> pd.Series | None:
     """``values`` as numbers when every non-empty one is a number, else ``None`` (a sample is
-    tried first: most text columns fail at once)."""
+    tried first: most text columns fail at once; then each distinct value once)."""
     present = values.dropna()
     if present.empty or pd.to_numeric(present.iloc[:1000], errors="coerce").isna().any():
         return None
-    converted = pd.to_numeric(present, errors="coerce")
-    return None if converted.isna().any() else converted
+    codes, uniques = pd.factorize(present)
+    converted = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
+    if converted.isna().any():
+        return None
+    return pd.Series(converted.to_numpy()[codes], index=present.index)
 
 
 def is_index(name: str, values: pd.Series) -> bool:
@@ -83,8 +86,9 @@ def matched_ids(values) -> np.ndarray:
     """Each of ``values`` as ids are matched (see ``id_values``), as an object array."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     text = pd.Series(uniques, dtype=object).astype(str).str.strip()
-    whole = text.str.fullmatch(WHOLE_NUMBER)
-    text[whole] = text[whole].str.replace(r"\.0*$", "", regex=True)
+    dotted = text.str.contains(".", regex=False).to_numpy(dtype=bool)  # few ids hold a dot
+    whole = text[dotted].str.fullmatch(WHOLE_NUMBER)
+    text[whole[whole].index] = text[whole[whole].index].str.replace(r"\.0*$", "", regex=True)
     return text.to_numpy(dtype=object)[codes]
 
 

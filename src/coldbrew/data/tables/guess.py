@@ -59,6 +59,7 @@ class Table:
     frame: pd.DataFrame
     _ids: dict[str, pd.Index] = field(default_factory=dict)
     _keys: list[str] | None = None
+    _repeating: list[str] | None = None
 
     @property
     def name(self) -> str:
@@ -72,6 +73,11 @@ class Table:
 
     def repeating(self) -> list[str]:
         """Id-like columns whose values repeat: not ratings, times or fractions."""
+        if self._repeating is None:
+            self._repeating = self._repeating_columns()
+        return self._repeating
+
+    def _repeating_columns(self) -> list[str]:
         found = []
         for column in self.frame.columns:
             values = self.frame[column]
@@ -87,8 +93,11 @@ class Table:
     def keys(self) -> list[str]:
         """Columns with one row per value (identical repeated rows counted once)."""
         if self._keys is None:
-            rows = self.frame.drop_duplicates()
-            self._keys = [c for c in rows.columns if rows[c].notna().all() and rows[c].is_unique]
+            # a key holds about as many values as rows: skip the rest before dropping repeats
+            size = len(self.frame)
+            wide = [c for c in self.frame.columns if self.frame[c].nunique() >= size / 2]
+            rows = self.frame.drop_duplicates() if wide else self.frame
+            self._keys = [c for c in wide if rows[c].notna().all() and rows[c].is_unique]
         return self._keys
 
     def match(self, values: pd.Index) -> tuple[str | None, float]:
@@ -163,9 +172,9 @@ def _interaction_table(tables: list[Table]) -> Table:
             return False, False, len(table.frame)
         keyed = any(
             other.match(table.ids(column))[0]
-            for column in repeating
             for other in tables
-            if other is not table
+            if other is not table and other.keys()
+            for column in repeating
         )
         return True, keyed, len(table.frame)
 
@@ -274,13 +283,14 @@ def _cold_file(table: Table, train: Table, spec: dict, lines: list[str]) -> None
 def _note_missing(items: Table, id_column: str, train: Table, item: str, lines) -> None:
     """Say how many interactions name items the table lacks; loading refuses them until
     ``missing_items: drop`` is set (the user's call: they are dropped)."""
-    known = id_values(items.frame[id_column])
-    values = pd.Series(matched_ids(train.frame[item].to_numpy(dtype=object)), dtype=object)
-    missing = ~values.isin(known)
-    if missing.any():
+    raw = pd.unique(train.frame[item].dropna())
+    lacking = ~pd.Index(matched_ids(raw), dtype=object).isin(items.ids(id_column))
+    if lacking.any():
+        values = train.frame[item]
+        missing = values.isin(raw[lacking])
         lines.append(
             f"{train.name}: {int(missing.sum()):,} interaction(s) ({missing.mean():.0%}) name "
-            f"{values[missing].nunique():,} item(s) {items.name} lacks: loading refuses them; "
+            f"{int(lacking.sum()):,} item(s) {items.name} lacks: loading refuses them; "
             "set missing_items: drop to drop them"
         )
 

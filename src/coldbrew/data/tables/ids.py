@@ -116,7 +116,7 @@ def item_codes(values, item_index, missing_items, where, notes) -> np.ndarray:
         first = int(np.argmax(unknown))
         count, distinct = int(unknown.sum()), int(pd.unique(values[unknown]).size)
         said = (
-            f"{where}: {count} interaction(s) name {distinct} item id(s) the items table lacks "
+            f"{where}: {count:,} interaction(s) name {distinct:,} item id(s) the items table lacks "
             f"(e.g. {shown(values.iloc[first])}, {row_name(values, first, where)})"
         )
         if missing_items == "error":

@@ -193,7 +193,7 @@ def whole_like(values: pd.Series) -> bool:
     if pd.api.types.is_float_dtype(values):
         return bool((values == np.floor(values)).all())
     uniques = pd.Series(pd.unique(values)).astype(str)
-    return bool(uniques.str.fullmatch(PLAIN_INTEGER + r"\.0*").all())
+    return bool(uniques.str.fullmatch(PLAIN_INTEGER + r"\.0+").all())
 
 
 def read_table(
