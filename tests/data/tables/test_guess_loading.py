@@ -131,3 +131,16 @@ def test_k_core_keeps_the_core_items_in_the_catalogue_and_notes_the_counts(tmp_p
         parse_layout_flags(["k_core=x"])
     assert main(["data", "info", str(folder), "--layout", "k_core=2"]) == 0
     assert "k_core 2: 3 users" in capsys.readouterr().out
+
+
+def test_every_problem_of_a_file_comes_in_one_error(tmp_path):
+    views = "user,item,stars,when\nu1,1430,4,5\n,1431,x,6\nu2,1432,5,soon\n"
+    spec = SPEC + "rating: stars\ntimestamp: when\n"
+    folder = folder_of(tmp_path, {"views.csv": views, "items.csv": ITEMS}, spec)
+    with pytest.raises(DataError) as refused:
+        load_dataset(folder, text_vectors=False)
+    assert str(refused.value) == (
+        "views.csv: 3 problems: line 3: empty user id (1 row(s) without one); "
+        "line 3: rating 'x' is not a number (1 such row(s) in column 'stars'); "
+        "line 4: timestamp 'soon' is not a number like the others (1 such row(s))"
+    )

@@ -35,6 +35,7 @@ from coldbrew.data.tables.content import check_columns, item_content, row_name, 
 from coldbrew.data.tables.core import apply_k_core
 from coldbrew.data.tables.dates import timestamps
 from coldbrew.data.tables.ids import (
+    id_kind,
     item_codes,
     item_index_of,
     sorted_ids,
@@ -77,9 +78,7 @@ def dataset_fields(
     **options,
 ) -> dict:
     """The fields of a ``Dataset`` (``Dataset.from_frames`` makes it) from pandas frames with
-    named columns (see the module's docstring).
-
-    ``items`` has the id column ``item_id`` (default: ``item``) and the content columns named
+    named columns (see the module's docstring). ``items`` has the id column ``item_id`` (default: ``item``) and the content columns named
     by ``text``, ``categories`` and ``numeric``; ``vectors`` is a frame of precomputed item
     vectors keyed by the same id column. ``missing_items="drop"`` drops interactions whose item
     the items table lacks (with a note) instead of refusing them. ``text_mode="per_column"``
@@ -101,6 +100,7 @@ def dataset_fields(
         missing_items=missing_items,
         k_core=k_core,
         content_columns=[*text, *categories, *numeric],
+        date_format=date_format,
         where=where,
         notes=notes,
     )
@@ -126,7 +126,7 @@ def dataset_fields(
         item_text=content.texts,
         text_fields=list(text) if per_column else None,  # the text block's columns, in order
         feature_columns=content.columns,
-        **read.fields(timestamp, where, notes, date_format),
+        **read.fields(timestamp, where, notes),
     )
 
 
@@ -155,7 +155,7 @@ class _Interactions:
     cold_items: np.ndarray
     items: pd.DataFrame | None  # the items table's rows kept (each item once)
 
-    def fields(self, timestamp, where: Mapping[str, str], notes, date_format=None) -> dict:
+    def fields(self, timestamp, where: Mapping[str, str], notes) -> dict:
         """A ``Dataset``'s fields that come from the interactions (the first-seen times last:
         a bad timestamp is refused after everything else is read)."""
         shape = (len(self.user_index), len(self.item_index))
@@ -170,20 +170,32 @@ class _Interactions:
             user_ids=source_ids(self.user_index),
             item_ids=source_ids(self.item_index),
             known=interactions_to_csr(*functools.reduce(operator.add, every).nonzero(), shape),
-            item_first_seen=_first_seen(
-                self.frames, self.codes, (timestamp, date_format), shape[1], where, notes
-            ),
+            item_first_seen=_first_seen(self.frames, self.codes, timestamp, shape[1], where),
         )
 
 
 def _read_interactions(
-    frames, items, columns, *, min_rating, missing_items, k_core, content_columns, where, notes
+    frames,
+    items,
+    columns,
+    *,
+    min_rating,
+    missing_items,
+    k_core,
+    content_columns,
+    date_format,
+    where,
+    notes,
 ) -> _Interactions:
     """Every split's rows checked, rated high enough, with an item the items table has (or
     dropped, with ``missing_items="drop"``), as binary matrices over the same ids."""
     user, item, rating, timestamp, item_id = columns
     frames = {split: frame for split, frame in frames.items() if frame is not None}
     _check_frames(frames, items, columns, where, notes)
+    frames = {
+        split: _rows_checked(frame, columns, date_format, where[split], notes)
+        for split, frame in frames.items()
+    }
     frames = {
         split: _kept_ratings(frame, rating, min_rating, where[split], notes)
         for split, frame in frames.items()
@@ -215,6 +227,41 @@ def _check_frames(frames, items, columns, where, notes) -> None:
     if items is not None:
         check_columns(items, [item_id], where["items"])
         notes.append(f"{where['items']}: {len(items):,} item(s) read")
+
+
+def _rows_checked(frame, columns, date_format, where, notes) -> pd.DataFrame:
+    """``frame`` with every row problem refused at once (empty or mixed ids, ratings that are
+    not numbers, bad timestamps: each named by its rows), its timestamps made seconds."""
+    user, item, rating, timestamp, _ = columns
+    problems: list[DataError] = []
+    for column, what in ((user, "user"), (item, "item")):
+        _collect(problems, id_kind, frame[column], what, where)
+    if rating in frame.columns:
+        _collect(problems, _kept_ratings, frame, rating, None, where, [])
+    if timestamp in frame.columns:
+        seconds = _collect(
+            problems, timestamps, frame[timestamp], where, _refuse_bad_rows, notes, date_format
+        )
+        if seconds is not None:
+            frame = frame.assign(**{timestamp: seconds})
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        said = [
+            str(problem).removeprefix(f"{where}, ").removeprefix(f"{where}: ")
+            for problem in problems
+        ]
+        raise DataError(f"{where}: {len(problems)} problems: {'; '.join(said)}")
+    return frame
+
+
+def _collect(problems: list[DataError], check, *arguments):
+    """``check(*arguments)``, its ``DataError`` kept in ``problems`` (then ``None``)."""
+    try:
+        return check(*arguments)
+    except DataError as problem:
+        problems.append(problem)
+        return None
 
 
 def _matrices(frames, user, codes, num_items, where, notes) -> tuple[pd.Index, dict]:
@@ -284,17 +331,15 @@ def _cold_items(matrices, item_index, where, notes) -> np.ndarray:
     return np.flatnonzero(~warm)
 
 
-def _first_seen(frames, codes, time_column, num_items, where, notes) -> np.ndarray | None:
-    """Each item's first interaction time (seconds; NaN for items never seen)."""
-    timestamp, date_format = time_column
+def _first_seen(frames, codes, timestamp, num_items, where) -> np.ndarray | None:
+    """Each item's first interaction time (seconds, as ``_rows_checked`` made them; NaN for
+    items never seen)."""
     if timestamp is None:
         return None
     seconds = []
     for split, frame in frames.items():
         if timestamp in frame.columns:
-            seconds.append(
-                timestamps(frame[timestamp], where[split], _refuse_bad_rows, notes, date_format)
-            )
+            seconds.append(timestamps(frame[timestamp], where[split], _refuse_bad_rows))
         else:
             seconds.append(np.full(len(frame), np.nan))
     first = pd.Series(np.concatenate(seconds)).groupby(np.concatenate(list(codes.values()))).min()
