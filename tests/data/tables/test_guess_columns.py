@@ -136,9 +136,12 @@ def test_a_folder_is_read_as_its_table_files_and_a_file_named_twice_once(tmp_pat
     found = table_files([folder, folder / "log.csv"], lines)
     assert [path.name for path in found] == ["catalogue.tsv", "log.csv"]
     assert lines == ["log.csv: named more than once; read once"]
+    (folder / "broken.csv").write_bytes(b"")  # found in the folder: not used, said why
     assert main(["data", "init", str(folder), "--force"]) == 0
+    assert "broken.csv: not used (cannot be read: " in capsys.readouterr().out
     spec = yaml.safe_load((folder / "coldbrew.yaml").read_text())
     assert spec["interactions"] == "log.csv" and spec["items"] == "catalogue.tsv"
+    assert main(["data", "init", str(folder / "broken.csv"), "--force"]) == 2  # named: refused
 
 
 def test_interactions_naming_items_the_table_lacks_are_counted_at_init(tmp_path):

@@ -140,7 +140,17 @@ def guess(files: list[Path]) -> tuple[dict, list[str]]:
     if not files:
         raise DataError("name the files to read, e.g. coldbrew data init ratings.csv items.csv")
     lines: list[str] = []
-    tables = [_read(path, lines) for path in table_files(files, lines)]
+    named = {path.resolve() for path in files if not path.is_dir()}
+    tables = []
+    for path in table_files(files, lines):
+        try:
+            tables.append(_read(path, lines))
+        except DataError as error:
+            if path in named:
+                raise
+            lines.append(f"{path.name}: not used (cannot be read: {error})")
+    if not tables:
+        raise DataError(f"none of {', '.join(map(str, files))} could be read as a table")
     train = _interaction_table(tables)
     others = [table for table in tables if table is not train]
     user, item = _user_item(train, others, lines)
