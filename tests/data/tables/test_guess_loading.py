@@ -71,6 +71,8 @@ def test_day_first_dates_are_read_day_first_with_a_note(tmp_path):
     seconds = pd.Timestamp("2021-03-02", tz="UTC").timestamp()  # 2 March, not 3 February
     assert data.item_first_seen[0] == seconds
     assert any("dates written day first (e.g. '25/03/2021'): read so" in n for n in data.notes)
+    iso = load_dataset(dated(tmp_path / "iso", ["2021-03-02", "2021-03-25"]), text_vectors=False)
+    assert iso.item_first_seen[0] == seconds and not any("first" in n for n in iso.notes)
 
 
 def test_dates_whose_order_cannot_be_told_are_refused_until_stated(tmp_path):

@@ -15,7 +15,7 @@ import pandas as pd
 
 from coldbrew.errors import DataError
 
-SLASH_DATE = re.compile(r"\s*(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b")
+SLASH_DATE = re.compile(r"^\s*(\d{1,2})[/.-](\d{1,2})[/.-]\d{2,4}\b")
 DATE_FORMAT_HINT = (
     'state the order in coldbrew.yaml (date_format: "%d/%m/%Y" for day first, "%m/%d/%Y" for '
     "month first) or write ISO dates (2021-03-25)"
