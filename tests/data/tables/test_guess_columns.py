@@ -151,3 +151,17 @@ def test_interactions_naming_items_the_table_lacks_are_counted_at_init(tmp_path)
         "log.csv: 2 interaction(s) (14%) name 1 item(s) cat.csv lacks: loading refuses them; "
         "set missing_items: drop to drop them"
     ) in lines
+
+
+def test_without_names_the_first_of_two_keyed_columns_is_the_user(tmp_path):
+    folder = write(
+        tmp_path / "d",
+        {
+            "log.csv": LOG,
+            "catalogue.csv": CATALOGUE,
+            "people.csv": "who,age\nu0,3\nu1,4\nu2,5\nu3,6\n",
+        },
+    )
+    spec, lines = guess([folder])
+    assert (spec["user"], spec["item"], spec["item_id"]) == ("a", "b", "key")
+    assert "people.csv: not used (a users table keyed by 'who')" in lines

@@ -197,7 +197,8 @@ def _user_item(train: Table, others: list[Table], lines: list[str]) -> tuple[str
     columns = list(train.frame.columns)
     if len(columns) < 2:
         raise DataError(f"{train.path}: {len(columns)} column(s); expected a user and an item")
-    repeating = train.repeating() or columns
+    plain = [c for c in columns if not (RATING.search(c) or TIME.search(c))]
+    repeating = train.repeating() or plain or columns
     user = next((c for c in columns if is_email(c, train.frame[c])), None)
     if user is not None:
         lines.append(f"{train.name}: {user!r} holds e-mail addresses or hashes: the user id")
@@ -209,8 +210,9 @@ def _user_item(train: Table, others: list[Table], lines: list[str]) -> tuple[str
         shares = [other.match(train.ids(column)) for other in others]
         keyed[column] = max((share for key, share in shares if key), default=0.0)
     matched = sorted((c for c in keyed if keyed[c] > 0), key=keyed.get, reverse=True)
-    if user is None and len(matched) > 1:
-        matched = [c for c in matched if ITEM.search(c)] or matched[1:]
+    if user is None and len(matched) > 1:  # both key a table (the items, the users)
+        named = [c for c in matched if ITEM.search(c)]
+        matched = named or [c for c in matched if c != repeating[0]]  # the first: the user
     rest = [c for c in repeating if c != user]
     item = (matched or [c for c in rest if ITEM.search(c)] or rest or columns)[0]
     if matched:
