@@ -15,8 +15,8 @@
 Ids of any one type (integers, or text such as SKUs and UUIDs) are mapped once, here
 (``coldbrew.data.tables.ids``), with pandas (no Python loop over rows): internal ids follow the
 sorted source ids, and ``Dataset.user_ids`` / ``item_ids`` give the source ids back unchanged
-(``int64``, or an object array of ``str``). Rows are counted from 1 after the header in
-messages (``row 3``).
+(``int64``, or an object array of ``str``). Messages name a file's lines (the header is line
+1) and a frame's rows (from 1); every row problem of one file comes in one error.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, eve
 given as flags (``--layout text=title,plot``: ``coldbrew.data.tables.settings``) go over the
 file's key by key, or, where there is no file, name the files themselves. Ids are read as
 text and become integers only when every id of the kind is a plain integer (``"007"`` stays
-text), so ids come back as they were written.
+text), so ids come back as they were written; spaces around an id are stripped, and whole
+numbers written as decimals (``1430.0``) count as integers where another file writes them so.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def _integer_ids(frames, present, what: str, names: dict, notes: list[str]) -> N
                 f"{frames[key][column].iloc[0]!r}) read as the integers the other files name"
             )
         values = frames[key][column]
-        if not pd.api.types.is_numeric_dtype(values):
-            values = pd.to_numeric(values.astype(str))
+        if not plain[key] and not pd.api.types.is_numeric_dtype(values):
+            values = pd.to_numeric(values.astype(str))  # "1430.0" -> 1430.0, made whole below
         frames[key][column] = values.astype(np.int64)
 
 
@@ -193,7 +194,10 @@ def whole_like(values: pd.Series) -> bool:
     if pd.api.types.is_float_dtype(values):
         return bool((values == np.floor(values)).all())
     uniques = pd.Series(pd.unique(values)).astype(str)
-    return bool(uniques.str.fullmatch(PLAIN_INTEGER + r"\.0+").all())
+    pattern = PLAIN_INTEGER + r"\.0+"
+    return bool(uniques.iloc[:100].str.fullmatch(pattern).all()) and bool(
+        uniques.str.fullmatch(pattern).all()
+    )  # a sample first: text ids fail at once
 
 
 def read_table(
