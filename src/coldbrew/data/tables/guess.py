@@ -38,8 +38,8 @@ def guess(files: list[Path]) -> tuple[dict, list[str]]:
     """``(spec, lines)``: the settings guessed for ``files`` and one line per guess."""
     if not files:
         raise DataError("name the files to read, e.g. coldbrew data init ratings.csv items.csv")
-    frames = {path: read_table(path, []) for path in files}
-    lines: list[str] = []
+    lines: list[str] = []  # how each file was read (its encoding, separator), then guesses
+    frames = {path: read_table(path, [], notes=lines) for path in files}
     interactions = _interaction_file(frames)
     frame = frames.pop(interactions)
     user, item = _user_item(frame)
