@@ -31,7 +31,10 @@ CASES = {
     "file missing": ({"events.csv": None}, "events.csv: file not found"),
     "file empty": ({"events.csv": ""}, "events.csv: empty file; expected a header"),
     "header only": ({"events.csv": "user,item,stars,ts\n"}, "events.csv: no rows after the header"),
-    "ragged row": ({"events.csv": EVENTS + "cy,b,4,5,6\n"}, "line 5: 5 fields where the header has 4"),
+    "ragged row": (
+        {"events.csv": EVENTS + "cy,b,4,5,6\n"},
+        "line 5: 5 fields where the header has 4",
+    ),
     "column misnamed": (
         {"events.csv": EVENTS.replace("user,", "uid,")},
         "no column 'user' (it has: uid",

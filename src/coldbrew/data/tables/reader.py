@@ -234,7 +234,7 @@ def _read_json_lines(
     lines = data.decode(encoding)
     try:
         frame = pd.read_json(io.StringIO(lines), lines=True, dtype=False)
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a line holds a list
         frame = None
     for number, line in enumerate(lines.splitlines() if frame is None else [], start=1):
         try:

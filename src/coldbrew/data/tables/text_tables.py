@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,19 +99,25 @@ def read_text_table(
 ) -> pd.DataFrame:
     """``data`` (the file's bytes) read as one table by pandas' C parser; a ``DataError``
     saying what the file holds (``explain``) where it cannot."""
-    try:
-        return pd.read_csv(
-            io.BytesIO(data),
-            encoding=encoding,
-            dtype=dtype,
-            engine="c",
-            skipinitialspace=True,
-            **dialect.options(),
-        )
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: empty file; expected a header line naming the columns") from None
-    except (pd.errors.ParserError, ValueError) as error:
-        raise explain(path, data, encoding, dialect, str(error)) from None
+    with warnings.catch_warnings():
+        # a first row one field longer than the header is no index column: a ragged row
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(
+                io.BytesIO(data),
+                encoding=encoding,
+                dtype=dtype,
+                engine="c",
+                index_col=False,
+                skipinitialspace=True,
+                **dialect.options(),
+            )
+        except pd.errors.EmptyDataError:
+            raise DataError(
+                f"{path}: empty file; expected a header line naming the columns"
+            ) from None
+        except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as error:
+            raise explain(path, data, encoding, dialect, str(error)) from None
 
 
 def explain(path: Path, data: bytes, encoding: str, dialect: Dialect, failure: str) -> DataError:
@@ -137,6 +144,8 @@ def explain(path: Path, data: bytes, encoding: str, dialect: Dialect, failure: s
     (line, fields), others = ragged[0], [str(line) for line, _ in ragged[1:]]
     also = f" ({count} rows in all; also line {', '.join(others)})" if count > 1 else ""
     message = f"{path}, line {line}: {fields} fields where the header has {width}{also}"
+    if dialect.quote != "backslash" and b'\\"' in data:
+        return DataError(f'{message}; the file holds \\": give --layout quote=backslash')
     return DataError(message + _separator_hint(data, encoding, dialect, width))
 
 
