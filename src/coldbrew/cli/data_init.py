@@ -26,7 +26,12 @@ def add_init_parser(data_commands) -> None:
         "Guess which file holds the interactions and the items, and what each column "
         "is; write DIR/coldbrew.yaml and print every guess.\n\n" + INIT_EXAMPLES,
     )
-    init.add_argument("files", nargs="+", metavar="FILE", help="CSV, TSV or Parquet files")
+    init.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="CSV/TSV (any separator or encoding), JSON Lines or Parquet files, maybe compressed",
+    )
     init.add_argument(
         "--out",
         default=None,

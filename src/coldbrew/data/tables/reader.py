@@ -225,9 +225,7 @@ def _dialect_notes(dialect: Dialect, suffix: str, quote: str | None) -> list[str
     return said
 
 
-def _read_json_lines(
-    path: Path, data: bytes, encoding: str, id_columns: list[str]
-) -> pd.DataFrame:
+def _read_json_lines(path: Path, data: bytes, encoding: str, id_columns: list[str]) -> pd.DataFrame:
     """One JSON object per line, its keys the columns; values keep their JSON types."""
     import json
 
