@@ -7,12 +7,14 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import json
 import lzma
 import zipfile
 
 import pandas as pd
 import pytest
 
+from coldbrew.cli import main
 from coldbrew.data import load_dataset
 from coldbrew.data.tables import text_tables
 from coldbrew.data.tables.reader import read_frames, read_table
@@ -68,12 +70,13 @@ def test_the_separator_is_sniffed_whatever_the_suffix_says(tmp_path, separator):
     assert notes == [f"events.csv: {text_tables.describe(separator)}-separated"]
 
 
-def test_a_tsv_is_tab_separated_without_a_note_and_one_column_reads(tmp_path):
+def test_where_two_separators_fit_the_suffixs_own_wins_and_one_column_reads(tmp_path):
+    """',' splits every line in two as well as tab does: the .tsv says tab."""
     tsv, single = tmp_path / "events.tsv", tmp_path / "ids.csv"
-    tsv.write_text("user\titem\nann\ta,b\n")
+    tsv.write_text("user,id\titem\nann,1\ta,b\n")
     single.write_text("user\nann\nbob\n")
     frame, notes = read(tsv)
-    assert frame["item"].tolist() == ["a,b"] and notes == []
+    assert frame.to_dict("list") == {"user,id": ["ann,1"], "item": ["a,b"]} and notes == []
     assert read(single)[0]["user"].tolist() == ["ann", "bob"]
 
 
@@ -212,3 +215,11 @@ def test_wrong_keys_are_refused_naming_the_choices(flag, message):
 )
 def test_a_separator_is_a_character_or_a_word(word, separator):
     assert parse_layout_flags([f"separator={word}"]) == {"separator": separator}
+
+
+def test_data_info_reads_a_folder_with_the_keys_given_as_flags(tmp_path, capsys):
+    (tmp_path / "events.csv").write_bytes(b"user|item\nann|a,1\nbob|b,2\nbob|a,1\n")
+    flags = ["--layout", "interactions=events.csv", "--layout", "separator=pipe"]
+    assert main(["data", "info", str(tmp_path), *flags, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["users"], summary["items"]) == (2, 2)
