@@ -50,6 +50,27 @@ def test_not_utf8_is_read_as_cp1252_else_latin1_and_said(tmp_path, encoding, tex
     assert notes == [f"items.csv: read as {chosen} (not UTF-8: byte 18 is 0xE9)"]
 
 
+def test_a_file_mixing_utf8_and_cp1252_reads_each_byte_as_it_was_written(tmp_path):
+    # Book-Crossing's books table: UTF-8 accents on most rows, single cp1252 bytes on others.
+    rows = [f"u{n},Pelé {n}".encode() for n in range(12)] + ["bob,Café €5".encode("cp1252")]
+    path = tmp_path / "items.csv"
+    path.write_bytes(b"user,title\n" + b"\n".join(rows) + b"\n")
+    frame, notes = read(path)
+    assert frame["title"].tolist() == [f"Pelé {n}" for n in range(12)] + ["Café €5"]
+    assert notes[0].startswith("items.csv: read as UTF-8 and cp1252 mixed (12 UTF-8 sequences")
+    assert "each byte that is not UTF-8 read as cp1252" in notes[0]
+
+
+def test_a_few_utf8_like_pairs_in_a_cp1252_file_leave_it_cp1252(tmp_path):
+    # "Ã©" written in cp1252 is the UTF-8 of "é": under ten such pairs, the file is cp1252
+    text = "Ã© " + "é" * 40
+    path = tmp_path / "items.csv"
+    path.write_bytes(f"user,title\nann,{text}\n".encode("cp1252"))
+    frame, notes = read(path)
+    assert frame["title"].tolist() == [text]
+    assert notes[0].startswith("items.csv: read as cp1252")
+
+
 def test_utf8_with_or_without_a_byte_order_mark_is_read_without_a_note(tmp_path):
     plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
     plain.write_text("user,title\nann,Café\n", encoding="utf-8")

@@ -4,18 +4,24 @@
 suffix or by their first bytes), says which format it holds (the suffix before the
 compression's: ``ratings.csv.gz`` is a CSV), and refuses what is no table (a spreadsheet,
 binary data, an empty file) in one line naming the cause. ``choose_encoding`` picks UTF-8 (with
-or without a byte-order mark), else cp1252, else latin-1, and says so where it is not UTF-8.
+or without a byte-order mark), else cp1252, else latin-1, and says so where it is not UTF-8. A
+file that mixes the two (UTF-8 accents beside single cp1252 bytes, as Book-Crossing's books
+table does) is read as ``MIXED``: every valid UTF-8 sequence as UTF-8, every other byte as cp1252
+(``mixed_to_utf8``).
 """
 
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from coldbrew.errors import DataError
 
@@ -26,6 +32,8 @@ PARQUET = (".parquet", ".pq")
 JSON_LINES = (".jsonl", ".ndjson")
 BINARY_PROBE = 1 << 16  # bytes looked at for a NUL: text tables have none
 CP1252_UNDEFINED = (b"\x81", b"\x8d", b"\x8f", b"\x90", b"\x9d")  # latin-1 reads these too
+MIXED = "coldbrew-utf8-cp1252"  # a file mixing UTF-8 and cp1252: its decode error handler
+MIXED_SHARE = 0.02  # of the non-ASCII bytes in valid UTF-8 sequences: more is no cp1252 chance
 
 
 @dataclass(frozen=True)
@@ -125,8 +133,41 @@ def choose_encoding(path: Path, data: bytes, given: str | None) -> tuple[str, st
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
+        byte = f"byte {error.start} is 0x{data[error.start]:02X}"
+        sequences = _utf8_sequences(data)
+        high = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) >= 0x80))
+        if sequences >= 10 and sequences >= MIXED_SHARE * high:
+            return MIXED, (
+                f"read as UTF-8 and cp1252 mixed ({sequences:,} UTF-8 sequences, but {byte}): "
+                "each byte that is not UTF-8 read as cp1252"
+            )
         encoding = "latin-1" if any(byte in data for byte in CP1252_UNDEFINED) else "cp1252"
-        return encoding, (
-            f"read as {encoding} (not UTF-8: byte {error.start} is 0x{data[error.start]:02X})"
-        )
+        return encoding, f"read as {encoding} (not UTF-8: {byte})"
     return "utf-8-sig", None
+
+
+def _utf8_sequences(data: bytes) -> int:
+    """How many characters of ``data`` are valid multi-byte UTF-8 (each byte that is not,
+    read as one replacement character, is not counted)."""
+    text = data.decode("utf-8", errors="replace")
+    non_ascii = len(text) - len(text.encode("ascii", errors="ignore"))
+    return non_ascii - text.count("\ufffd")
+
+
+def _as_cp1252(error: UnicodeDecodeError) -> tuple[str, int]:
+    """The decode error handler of ``MIXED``: the bytes UTF-8 could not read, as cp1252 (its
+    five undefined bytes as latin-1)."""
+    bad = error.object[error.start : error.end]
+    text = "".join(
+        chr(value) if bytes([value]) in CP1252_UNDEFINED else bytes([value]).decode("cp1252")
+        for value in bad
+    )
+    return text, error.end
+
+
+def mixed_to_utf8(data: bytes) -> bytes:
+    """A ``MIXED`` file's bytes as plain UTF-8 (read once, so pandas' fast parser reads them)."""
+    return data.decode("utf-8", errors=MIXED).encode("utf-8")
+
+
+codecs.register_error(MIXED, _as_cp1252)

@@ -36,7 +36,15 @@ import numpy as np
 import pandas as pd
 
 from coldbrew.data.dataset import Dataset
-from coldbrew.data.tables.files import JSON_LINES, PARQUET, check_text, choose_encoding, open_table
+from coldbrew.data.tables.files import (
+    JSON_LINES,
+    MIXED,
+    PARQUET,
+    check_text,
+    choose_encoding,
+    mixed_to_utf8,
+    open_table,
+)
 from coldbrew.data.tables.settings import (
     COLUMN_KEYS,
     FILE_KEYS,
@@ -193,19 +201,22 @@ def read_table(
         check_text(path, table.data, encoding)
         encoding, why = choose_encoding(path, table.data, encoding)
         said = [why] if why else []
+        data = table.data
+        if encoding == MIXED:
+            data, encoding = mixed_to_utf8(data), "utf-8"
         if table.suffix in JSON_LINES:
-            frame = _read_json_lines(path, table.data, encoding, id_columns)
+            frame = _read_json_lines(path, data, encoding, id_columns)
         else:
             dialect = sniff(
-                sample_text(table.data, encoding),
+                sample_text(data, encoding),
                 table.suffix,
                 separator,
                 quote,
-                backslashes=b'\\"' in table.data,
+                backslashes=b'\\"' in data,
             )
             said += _dialect_notes(dialect, table.suffix, quote)
             dtype = str if text else {column: str for column in id_columns}
-            frame = read_text_table(path, table.data, encoding, dialect, dtype)
+            frame = read_text_table(path, data, encoding, dialect, dtype)
         if said and notes is not None:
             notes.append(f"{path.name}: {', '.join(said)}")
     if frame.empty:
