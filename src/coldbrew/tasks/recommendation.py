@@ -19,7 +19,8 @@ import torch
 from coldbrew.config import TrainConfig, parse_monitor
 from coldbrew.data.dataset import EVALUATION_SPLITS, Dataset
 from coldbrew.data.sampling import NegativeSampler
-from coldbrew.errors import ColdbrewError
+from coldbrew.data.tables.content import shown
+from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.evaluation.model import evaluate_model
 from coldbrew.evaluation.protocols import ORIGINAL_INITIAL_BEST
 from coldbrew.models.base import Batch
@@ -90,6 +91,27 @@ class RecommendationTask(Task):
         self.fixed_shapes = fixed_shapes  # the GPU's step on any device: the rank sampler
         self.shard = None  # (rank, world, sum): evaluate this rank's users, add up the totals
         self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def check_trainable(self) -> None:
+        """Refuse data where a training user knows every warm item (no negative can be drawn
+        for them: a one-user file, say), naming one such user by the data's own id."""
+        dataset = self.dataset
+        warm = np.zeros(dataset.num_items, dtype=bool)
+        warm[dataset.warm_items] = True
+        known = dataset.exclusion_matrix().tocsr()
+        owners = np.repeat(np.arange(dataset.num_users), np.diff(known.indptr))
+        known_warm = np.bincount(owners[warm[known.indices]], minlength=dataset.num_users)
+        trained = np.diff(dataset.train.indptr) > 0
+        full = np.flatnonzero(trained & (known_warm >= warm.sum()))
+        if len(full):
+            ids = dataset.user_ids
+            user = full[0] if ids is None else ids[full[0]]
+            raise DataError(
+                f"{len(full)} of the {int(trained.sum())} training user(s) know every warm item "
+                f"(e.g. user {shown(user)}), so no "
+                "negative can be drawn for them: add other users' interactions (a recommender "
+                "learns from many users) or drop those users"
+            )
 
     def _training_data(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(users, items) of the positives on the device, and the sampler: built on first use,
