@@ -339,3 +339,17 @@ def test_a_machine_failure_is_one_line_and_the_debug_variable_shows_the_tracebac
     )
     with pytest.raises(ColdbrewError, match="bad value"):
         main(["doctor"])
+
+
+def test_data_info_prints_the_density_as_a_percentage(capsys):
+    from coldbrew.cli.options import percent
+
+    assert [percent(x) for x in (0.004022255167344008, 0.25, 0.0, 3.6e-7)] == [
+        "0.40 %",
+        "25.00 %",
+        "0.00 %",
+        "0.000036 %",
+    ]
+    assert main(["data", "info", "synthetic:small"]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("density")]
+    assert len(shown) == 1 and shown[0].endswith(" %") and len(shown[0].split()[1]) <= 6
