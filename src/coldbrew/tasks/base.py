@@ -84,6 +84,7 @@ class Task(ABC):
     def check_trainable(self) -> None:
         """Refuse, before anything is trained, data this task cannot train on (one line: the
         cause and the fix); nothing by default."""
+        return None
 
     @abstractmethod
     def make_batch(self, index: torch.Tensor) -> Any:
