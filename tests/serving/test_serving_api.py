@@ -92,6 +92,7 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
     copy = dataset.features["content"][row].tolist()
     added = client.post("/items/score", json={"features": copy, "add": True, "text": "a copy"})
     assert added.status_code == 200
+    assert added.json()["warnings"][0].startswith("the features hold every block the model reads")
     new_id = added.json()["item"]
     assert new_id not in dataset.item_ids if dataset.item_ids is not None else new_id >= 300
     top = client.get(f"/users/{user}/items", params={"k": 5}).json()["items"]
