@@ -352,3 +352,56 @@ def test_a_users_for_item_list_from_a_model_that_is_not_personalised_is_refused(
     assert "popularity is not personalised: it gives a new item one score" in error
     assert error.count("\n") == 1
     assert main([*argv, "--user", "3", "--k", "2"]) == 0  # its items are still listed
+
+
+def test_a_users_items_show_the_title_columns_plain_value_not_the_labelled_text(tmp_path, capsys):
+    import pandas as pd
+
+    events = pd.DataFrame(
+        {"user": ["a", "a", "b", "b", "c", "c"], "item": ["d1", "d2", "d2", "d3", "d3", "d4"]}
+    )
+    names = ["Put a human face on it", "Heat: the remake", "", "Dr. No"]
+    items = pd.DataFrame(
+        {"item": ["d1", "d2", "d3", "d4"], "doc_full_name": names, "pages": [10, 20, 30, 40]}
+    )
+    items["summary"] = ["About faces.", "About heat.", "About nothing.", "About spies."]
+    (tmp_path / "data").mkdir()
+    events.to_csv(tmp_path / "data" / "events.csv", index=False)
+    items.to_csv(tmp_path / "data" / "items.csv", index=False)
+    (tmp_path / "data" / "coldbrew.yaml").write_text(
+        "interactions: events.csv\nuser: user\nitem: item\nitems: items.csv\n"
+        "text: [summary, doc_full_name]\nnumeric: [pages]\n"
+    )
+    data = coldbrew.Dataset.from_frames(
+        events, items, text=["summary", "doc_full_name"], text_vectors=False
+    )
+    assert data.item_text[0] == "Summary: About faces. Doc full name: Put a human face on it."
+    assert data.item_titles == ["About faces.", "About heat.", "About nothing.", "About spies."]
+    named = items.rename(columns={"doc_full_name": "Title"})
+    titled = coldbrew.Dataset.from_frames(
+        events, named, text=["summary", "Title"], text_vectors=False
+    )
+    assert titled.item_titles == names  # the column named title, wherever it is
+    run = tmp_path / "run"
+    flags = ["--data", str(tmp_path / "data"), "--features", "numeric", "--quiet"]
+    assert main(["train", *flags, "--model", "popularity", "--out", str(run)]) == 0
+    assert main(["recommend", "--run", str(run), "--user", "a", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["item"]: row["title"] for row in rows} == {
+        "d3": "About nothing.",
+        "d4": "About spies.",
+    }
+    assert rows[0]["text"].startswith("Summary: ")  # the whole labelled text is still there
+    assert main(["recommend", "--run", str(run), "--user", "a"]) == 0
+    shown = capsys.readouterr().out
+    assert "About spies." in shown and "Summary:" not in shown
+    pytest.importorskip("safetensors")
+    from coldbrew.serving.catalogue import load_catalogue
+
+    assert main(["export", "--run", str(run), "--out", str(tmp_path / "export")]) == 0
+    for source in (run, tmp_path / "export"):  # serve shows the same titles, from a run or export
+        served = load_catalogue(source).items_for("a", 2)
+        assert {row["item"]: row["title"] for row in served} == {
+            "d3": "About nothing.",
+            "d4": "About spies.",
+        }

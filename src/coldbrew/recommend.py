@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from coldbrew.data.dataset import describe_layout
+from coldbrew.data.titles import title_of
 from coldbrew.errors import ColdbrewError
 from coldbrew.new_item import ZERO_FEATURES, one_list_for_all
 from coldbrew.registry import model_spec
@@ -176,13 +177,14 @@ class LoadedRun:
             scores, min(k, dataset.num_items - len(seen)), shift=user_shift(dataset, row)
         )
         cold = set(dataset.cold_items.tolist())
-        texts = dataset.item_text
+        texts, titles = dataset.item_text, getattr(dataset, "item_titles", None)
         return [
             {
                 "rank": rank + 1,
                 "item": source_id(dataset.item_ids, item),
                 "score": score,
                 "cold": item in cold,
+                **({"title": title_of(titles, texts, item)} if texts or titles else {}),
                 **({"text": texts[item]} if texts is not None else {}),
             }
             for rank, (score, item) in enumerate(zip(values.tolist(), items.tolist(), strict=True))

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         who = f"item {row['item']}" if "item" in row else f"user {row['user']}"
         extra = " (cold)" if row.get("cold") else ""
-        text = f"  {row['text'][:70]}" if row.get("text") else ""
+        text = f"  {row['title']}" if row.get("title") else ""  # the item's plain title
         lift = f"  lift {row['lift']:+.2f}" if "lift" in row else ""
         print(f"{row['rank']:4d}  {who:12s} {row['score']:9.4f}{lift}{extra}{text}")
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from coldbrew.data.titles import item_titles, short_title
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.new_item import UserBaseline, flat_list, one_list_for_all
 from coldbrew.recommend import has_text_ids, key_order, source_id, top_by_score_then_key
@@ -36,8 +37,6 @@ from coldbrew.serving.ranking import (
     item_fields,
     render_items,
     rotated_keys,
-    short_title,
-    short_titles,
     top_with_ties,
 )
 
@@ -78,7 +77,7 @@ class Catalogue:
         cold = np.zeros(len(self.item_ids), dtype=bool)
         cold[self.vectors.cold_items] = True
         self.cold = cold.tolist()
-        self.titles = short_titles(self.vectors.item_text)
+        self.titles = item_titles(self.vectors.item_titles, self.vectors.item_text)
         self.lean_fields = item_fields(self.item_ids, self.cold, self.titles)
         self.text_fields: list[tuple[str, str]] | None = None  # made when first asked for
         self.top: TopLists | None = None  # each user's best items, when cached
