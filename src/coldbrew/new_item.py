@@ -144,7 +144,8 @@ def describe_blocks(blocks: list[dict]) -> str:
         shown = ", ".join(names[:NAMED_COLUMNS_SHOWN]) + (
             ", ..." if len(names) > NAMED_COLUMNS_SHOWN else ""
         )
-        parts.append(f"{block['name']} ({block['width']} columns{': ' + shown if names else ''})")
+        count = f"{block['width']} column{'' if block['width'] == 1 else 's'}"
+        parts.append(f"{block['name']} ({count}{': ' + shown if names else ''})")
     return ", then ".join(parts) or "none"
 
 

@@ -353,3 +353,13 @@ def test_data_info_prints_the_density_as_a_percentage(capsys):
     assert main(["data", "info", "synthetic:small"]) == 0
     shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("density")]
     assert len(shown) == 1 and shown[0].endswith(" %") and len(shown[0].split()[1]) <= 6
+
+
+def test_a_one_column_block_is_said_in_the_singular():
+    from coldbrew.data.dataset import describe_layout
+    from coldbrew.new_item import describe_blocks
+
+    layout = [{"block": "numeric", "width": 1, "columns": ["year"]}, {"block": "text", "width": 2}]
+    assert describe_layout(layout) == "numeric: 1 column (year), then text: 2 columns"
+    blocks = [{"name": "numeric", "width": 1, "columns": ["year"]}, {"name": "text", "width": 2}]
+    assert describe_blocks(blocks) == "numeric (1 column: year), then text (2 columns)"

@@ -255,7 +255,8 @@ def describe_layout(layout: list[dict]) -> str:
     parts = []
     for entry in layout:
         named = f" ({', '.join(entry['columns'])})" if entry.get("columns") else ""
-        parts.append(f"{entry['block']}: {entry['width']} columns{named}")
+        plural = "" if entry["width"] == 1 else "s"
+        parts.append(f"{entry['block']}: {entry['width']} column{plural}{named}")
     return ", then ".join(parts)
 
 
