@@ -405,3 +405,18 @@ def test_a_one_user_file_is_refused_before_the_backbone_trains(tmp_path, monkeyp
     with pytest.raises(ColdbrewError, match=r"\(e\.g\. user 'alice'\).*add other users"):
         train(config, tmp_path / "run", dataset=dataset)
     assert not (tmp_path / "run").exists()
+
+
+def test_too_few_free_items_for_distinct_negatives_are_refused_by_the_users_id(tmp_path):
+    import pandas as pd
+
+    from coldbrew import Dataset
+
+    items = pd.DataFrame({"item": [f"b{i}" for i in range(12)], "year": range(1990, 2002)})
+    rows = [("alice", f"b{i}") for i in range(9)] + [("bob", "b9"), ("bob", "b0")]
+    dataset = Dataset.from_frames(pd.DataFrame(rows, columns=["user", "item"]), items)
+    # 10 warm items: alice has 1 free, bob 8; num_neg 8 drawn without replacement
+    config = make_config(FAST, {"model": "clcrec", "distinct_negatives": True})
+    with pytest.raises(ColdbrewError, match=r"1 training user\(s\) .* \(e\.g\. user 'alice': 1\)"):
+        train(config, tmp_path / "run", dataset=dataset)
+    assert not (tmp_path / "run").exists()

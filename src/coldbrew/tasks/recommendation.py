@@ -93,24 +93,43 @@ class RecommendationTask(Task):
         self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def check_trainable(self) -> None:
-        """Refuse data where a training user knows every warm item (no negative can be drawn
-        for them: a one-user file, say), naming one such user by the data's own id."""
+        """Refuse, by the data's own ids, data no negative can be drawn from: ``num_neg``
+        above the warm items, a training user who knows every warm item (a one-user file,
+        say) or, with distinct negatives, fewer free warm items than ``num_neg``."""
         dataset = self.dataset
+        self._check_num_neg()
         warm = np.zeros(dataset.num_items, dtype=bool)
         warm[dataset.warm_items] = True
         known = dataset.exclusion_matrix().tocsr()
         owners = np.repeat(np.arange(dataset.num_users), np.diff(known.indptr))
-        known_warm = np.bincount(owners[warm[known.indices]], minlength=dataset.num_users)
+        free = warm.sum() - np.bincount(owners[warm[known.indices]], minlength=dataset.num_users)
         trained = np.diff(dataset.train.indptr) > 0
-        full = np.flatnonzero(trained & (known_warm >= warm.sum()))
+
+        def example(rows: np.ndarray) -> str:
+            row = rows[0]
+            return shown(row if dataset.user_ids is None else dataset.user_ids[row])
+
+        full = np.flatnonzero(trained & (free <= 0))
         if len(full):
-            ids = dataset.user_ids
-            user = full[0] if ids is None else ids[full[0]]
             raise DataError(
                 f"{len(full)} of the {int(trained.sum())} training user(s) know every warm item "
-                f"(e.g. user {shown(user)}), so no "
-                "negative can be drawn for them: add other users' interactions (a recommender "
-                "learns from many users) or drop those users"
+                f"(e.g. user {example(full)}), so no negative can be drawn for them: add other "
+                "users' interactions (a recommender learns from many users) or drop those users"
+            )
+        short = np.flatnonzero(trained & (free < self.num_neg))
+        if self.distinct_negatives and len(short):
+            raise DataError(
+                f"{len(short)} training user(s) have fewer free warm items than num_neg = "
+                f"{self.num_neg} (e.g. user {example(short)}: {int(free[short[0]])}), so "
+                "distinct negatives cannot be drawn: lower num_neg or drop distinct_negatives"
+            )
+
+    def _check_num_neg(self) -> None:
+        num_warm = len(self.dataset.warm_items)
+        if self.num_neg > num_warm:
+            raise ColdbrewError(
+                f"num_neg {self.num_neg} is larger than the {num_warm} warm items of "
+                f"{self.dataset.name}; use at most {num_warm}"
             )
 
     def _training_data(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -119,12 +138,7 @@ class RecommendationTask(Task):
         if self._positives is not None:
             return self._positives
         dataset, num_neg = self.dataset, self.num_neg
-        num_warm = len(dataset.warm_items)
-        if num_neg > num_warm:
-            raise ColdbrewError(
-                f"num_neg {num_neg} is larger than the {num_warm} warm items of {dataset.name}; "
-                f"use at most {num_warm}"
-            )
+        self._check_num_neg()
         coo = dataset.train.tocoo()
         self.sampler = NegativeSampler(
             dataset.exclusion_matrix(),
