@@ -114,6 +114,7 @@ def dataset_fields(
         features=blocks,
         notes=notes,
         item_text=content.texts,
+        item_titles=content.titles,
         text_fields=list(text) if per_column else None,  # the text block's columns, in order
         feature_columns=content.columns,
         **read.fields(timestamp, where),
