@@ -7,12 +7,14 @@ the other blocks. ``coldbrew recommend --item-text`` (``coldbrew.recommend``) an
 ``coldbrew serve``'s ``POST /items/score`` (``coldbrew.serving.new_items``) both build the row
 here, so both score the same text the same way. Blocks are described as the export's recipe
 describes them: ``{"name", "width", "columns"?}``, in order.
+
+Both rank a new item's users by its lift (``UserBaseline``), not by its raw score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -22,6 +24,83 @@ from coldbrew.errors import ColdbrewError
 
 ZERO_FEATURES = "the item's features are all zero: its users are ranked from no content at all"
 NAMED_COLUMNS_SHOWN = 24  # a block's column names listed in a message, at most
+BASELINE_CHUNK = 1 << 16  # catalogue items read at a time for the users' baselines
+
+
+@dataclass(frozen=True)
+class UserBaseline:
+    """Each user's mean and standard deviation of scores over the catalogue's items: what a
+    new item's users are ranked against.
+
+    A new item's users are ranked by its *lift* for each user, ``(score - mean) / std``: how
+    far the item stands above what that user scores a typical item, in that user's own units.
+    A raw score puts the users with the longest vectors (often the most active) on top of
+    every new item's list; the lift does not depend on a user's scale. Both statistics come
+    from the item vectors' mean ``m`` and covariance ``C`` (``mean = u.m``, ``std =
+    sqrt(u^T C u)``): no score matrix is made. A user whose scores do not vary (a zero
+    vector) gets lift 0."""
+
+    mean: torch.Tensor  # (U,) float32
+    std: torch.Tensor  # (U,) float32
+
+    @classmethod
+    def of(cls, users: torch.Tensor, items: torch.Tensor) -> UserBaseline:
+        """The baselines of ``users`` (U, D) over ``items`` (I, D), summed in float64 over
+        chunks of items (two passes: the mean, then the centred covariance)."""
+        users = users.detach().double()
+        chunks = [chunk.detach() for chunk in items.split(BASELINE_CHUNK)]
+        count, width = max(len(items), 1), users.shape[1]
+        centre = torch.zeros(width, dtype=torch.float64, device=users.device)
+        for chunk in chunks:
+            centre += chunk.to(users.device, torch.float64).sum(0)
+        centre /= count
+        covariance = torch.zeros(width, width, dtype=torch.float64, device=users.device)
+        for chunk in chunks:
+            centred = chunk.to(users.device, torch.float64) - centre
+            covariance += centred.T @ centred
+        variance = ((users @ (covariance / count)) * users).sum(1).clamp_min(0)
+        return cls((users @ centre).float(), variance.sqrt().float())
+
+    def lift(self, scores: torch.Tensor) -> torch.Tensor:
+        """``(U,)``: each user's ``(score - mean) / std`` of a new item's ``scores`` (U,)."""
+        spread = self.std.to(scores.device)
+        lifted = (scores.float() - self.mean.to(scores.device)) / spread.clamp_min(1e-30)
+        return torch.where(spread > 0, lifted, torch.zeros_like(lifted))
+
+
+def same_for_every_user(values: torch.Tensor) -> bool:
+    """Whether a new item's scores or lifts (U,) are one value for every user (two users at
+    least): its list of users is then only their tie order."""
+    if len(values) < 2:
+        return False
+    low, high = float(values.min()), float(values.max())
+    return high - low <= 1e-6 * max(1.0, abs(low), abs(high))
+
+
+def flat_list(scores: torch.Tensor, lift: torch.Tensor) -> str | None:
+    """The warning for a new item whose users are only listed in tie order: one score for
+    every user, or a lift of 0 for every one (it scores as each user's typical item)."""
+    if same_for_every_user(scores):
+        return (
+            f"the item scores {float(scores[0]):.4f} for every user, so its users are listed "
+            "in tie order: describe the item by more of its content"
+        )
+    if same_for_every_user(lift):
+        return (
+            "the item stands out for no user (it scores as each user's typical item), so its "
+            "users are listed in tie order: describe the item by more of its content"
+        )
+    return None
+
+
+def one_list_for_all(model: str) -> str:
+    """Why a model that is not personalised (``ModelSpec.personalised``) lists no users for
+    a new item."""
+    return (
+        f"{model} is not personalised: it gives a new item one score for every user, so a "
+        "list of the item's users would only be their tie order; list a user's items (--user), "
+        "or train a personalised model (clcrec, aldi, ...) to find a new item's users"
+    )
 
 
 def item_blocks(dataset) -> list[dict]:
@@ -65,7 +144,8 @@ def describe_blocks(blocks: list[dict]) -> str:
         shown = ", ".join(names[:NAMED_COLUMNS_SHOWN]) + (
             ", ..." if len(names) > NAMED_COLUMNS_SHOWN else ""
         )
-        parts.append(f"{block['name']} ({block['width']} columns{': ' + shown if names else ''})")
+        count = f"{block['width']} column{'' if block['width'] == 1 else 's'}"
+        parts.append(f"{block['name']} ({count}{': ' + shown if names else ''})")
     return ", then ".join(parts) or "none"
 
 

@@ -22,8 +22,10 @@ import numpy as np
 import torch
 
 from coldbrew.data.dataset import describe_layout
+from coldbrew.data.titles import title_of
 from coldbrew.errors import ColdbrewError
-from coldbrew.new_item import ZERO_FEATURES
+from coldbrew.new_item import ZERO_FEATURES, one_list_for_all
+from coldbrew.registry import model_spec
 
 
 @dataclass
@@ -36,6 +38,7 @@ class LoadedRun:
     model: torch.nn.Module
     device: torch.device
     texts: object = field(default=None, repr=False)  # the text block's encoder, once loaded
+    baseline: object = field(default=None, repr=False)  # the users' UserBaseline, once made
 
     def recommend(
         self,
@@ -52,7 +55,12 @@ class LoadedRun:
         zoo, or the text and the other blocks where the data has a text block): the top ``k``
         users for that new item. ``item_columns`` names the columns of the new item's
         vector that are 1 (e.g. its genres: ``["Action", "Sci-Fi"]``), the others 0, instead of
-        a bare ``item_features``. Rows: ``{"rank", "item"|"user", "score", ...}``."""
+        a bare ``item_features``. Rows: ``{"rank", "item"|"user", "score", ...}``; a new
+        item's users are ranked by ``lift``, how far the item stands above each user's mean
+        score over the catalogue, in that user's standard deviations (``UserBaseline``)."""
+        wanted = (item_text, item_features, item_columns)
+        if any(x is not None for x in wanted) and not model_spec(self.config.model).personalised:
+            raise ColdbrewError(one_list_for_all(self.config.model))
         text_block = self.text_block() if item_text is not None else None
         if item_columns is not None:
             if item_features is not None:
@@ -169,30 +177,46 @@ class LoadedRun:
             scores, min(k, dataset.num_items - len(seen)), shift=user_shift(dataset, row)
         )
         cold = set(dataset.cold_items.tolist())
-        texts = dataset.item_text
+        texts, titles = dataset.item_text, getattr(dataset, "item_titles", None)
         return [
             {
                 "rank": rank + 1,
                 "item": source_id(dataset.item_ids, item),
                 "score": score,
                 "cold": item in cold,
+                **({"title": title_of(titles, texts, item)} if texts or titles else {}),
                 **({"text": texts[item]} if texts is not None else {}),
             }
             for rank, (score, item) in enumerate(zip(values.tolist(), items.tolist(), strict=True))
         ]
 
     def _users_for(self, text, features: np.ndarray | None, k: int) -> list[dict]:
+        """The top ``k`` users by the new item's lift (``coldbrew.new_item.UserBaseline``);
+        warned of where the list is only the users' tie order."""
+        from coldbrew.new_item import UserBaseline, flat_list
+
         if features is not None:
             features = torch.as_tensor(features)  # (1, width)
         with torch.no_grad():
             vector = self.model.encode_items(
                 texts=None if text is None else [text], features=features
             )
-            scores = (self.model.user_embeddings() @ vector.reshape(-1)).float()  # (num_users,)
-        values, users = top_by_score_then_key(scores, min(k, len(scores)))
+            users = self.model.user_embeddings()
+            scores = (users @ vector.reshape(-1)).float()  # (num_users,)
+            if self.baseline is None:  # once per run: the users' means and spreads
+                self.baseline = UserBaseline.of(users, self.model.item_embeddings())
+        lift = self.baseline.lift(scores)
+        if flat_list(scores, lift):
+            warnings.warn(flat_list(scores, lift), stacklevel=3)
+        values, rows = top_by_score_then_key(lift, min(k, len(scores)))
         return [
-            {"rank": rank + 1, "user": source_id(self.dataset.user_ids, user), "score": score}
-            for rank, (score, user) in enumerate(zip(values.tolist(), users.tolist(), strict=True))
+            {
+                "rank": rank + 1,
+                "user": source_id(self.dataset.user_ids, user),
+                "score": float(scores[user]),
+                "lift": value,
+            }
+            for rank, (value, user) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
         ]
 
 

@@ -339,3 +339,27 @@ def test_a_machine_failure_is_one_line_and_the_debug_variable_shows_the_tracebac
     )
     with pytest.raises(ColdbrewError, match="bad value"):
         main(["doctor"])
+
+
+def test_data_info_prints_the_density_as_a_percentage(capsys):
+    from coldbrew.cli.options import percent
+
+    assert [percent(x) for x in (0.004022255167344008, 0.25, 0.0, 3.6e-7)] == [
+        "0.40 %",
+        "25.00 %",
+        "0.00 %",
+        "0.000036 %",
+    ]
+    assert main(["data", "info", "synthetic:small"]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("density")]
+    assert len(shown) == 1 and shown[0].endswith(" %") and len(shown[0].split()[1]) <= 6
+
+
+def test_a_one_column_block_is_said_in_the_singular():
+    from coldbrew.data.dataset import describe_layout
+    from coldbrew.new_item import describe_blocks
+
+    layout = [{"block": "numeric", "width": 1, "columns": ["year"]}, {"block": "text", "width": 2}]
+    assert describe_layout(layout) == "numeric: 1 column (year), then text: 2 columns"
+    blocks = [{"name": "numeric", "width": 1, "columns": ["year"]}, {"name": "text", "width": 2}]
+    assert describe_blocks(blocks) == "numeric (1 column: year), then text (2 columns)"

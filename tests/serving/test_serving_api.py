@@ -92,6 +92,7 @@ def test_a_new_items_users_are_coldbrew_recommends_and_it_can_join(served, loade
     copy = dataset.features["content"][row].tolist()
     added = client.post("/items/score", json={"features": copy, "add": True, "text": "a copy"})
     assert added.status_code == 200
+    assert added.json()["warnings"][0].startswith("the features hold every block the model reads")
     new_id = added.json()["item"]
     assert new_id not in dataset.item_ids if dataset.item_ids is not None else new_id >= 300
     top = client.get(f"/users/{user}/items", params={"k": 5}).json()["items"]
@@ -244,3 +245,31 @@ def test_ids_stay_in_int64_added_items_are_counted_and_zero_features_warned(run)
         assert answer.json()["warnings"] == [
             "the item's features are all zero: its users are ranked from no content at all"
         ]
+
+
+def test_a_user_id_holding_a_slash_is_found_when_sent_as_percent_2f():
+    from starlette.testclient import TestClient
+
+    from coldbrew.serving.app import Holder, create_app
+    from coldbrew.serving.catalogue import Catalogue
+    from coldbrew.serving.export_format import Vectors
+
+    vectors = Vectors(
+        users=np.array([[1.0, 0.0], [0.0, 1.0]], np.float32),
+        items=np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]], np.float32),
+        user_ids=np.array(["a/b", "c"], dtype=object),
+        item_ids=np.array([10, 11, 12], np.int64),
+        cold_items=np.zeros(0, np.int64),
+        train_indptr=np.array([0, 0, 0], np.int64),
+        train_indices=np.zeros(0, np.int64),
+    )
+    holder = Holder.__new__(Holder)  # served from memory: no run folder to load
+    holder.catalogue, holder.reloads, holder.token = Catalogue(vectors, {}), 0, None
+    client = TestClient(create_app(holder))
+    answer = client.get("/users/a%2Fb/items", params={"k": 2})
+    assert answer.status_code == 200, answer.text
+    # user a/b = (1, 0): items 10 (2), 12 (1), 11 (0)
+    assert [row["item"] for row in answer.json()["items"]] == [10, 12]
+    assert answer.json()["user"] == "a/b"
+    missing = client.get("/users/a%2Fz/items")
+    assert missing.status_code == 404 and "a/z" in missing.json()["error"]

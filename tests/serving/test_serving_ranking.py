@@ -201,3 +201,31 @@ def test_lists_cached_from_an_index_are_the_ones_a_request_searches(kind):
     assert [row["item"] for row in served.items_for(asked[0][0], 101)][:100] == [
         row["item"] for row in live[asked[0][0], 100]
     ]
+
+
+def test_a_new_items_users_are_ranked_by_lift_against_the_full_score_matrix():
+    served = catalogue(users=60, items=500, dim=8, seed=3)
+    vector = torch.from_numpy(np.random.default_rng(4).normal(size=8).astype(np.float32))
+    rows, warnings = served.users_for(vector, 10)
+    # the plain rule: every user's score of every catalogue item, its mean and std
+    matrix = served.users.double() @ served.items.double().T
+    lift = ((served.users.double() @ vector.double()) - matrix.mean(1)) / matrix.std(
+        1, correction=0
+    )
+    assert [row["user"] - 100 for row in rows] == torch.topk(lift, 10).indices.tolist()
+    assert [row["lift"] for row in rows] == pytest.approx(
+        torch.topk(lift, 10).values.tolist(), rel=1e-4
+    )
+    assert warnings == []
+
+
+def test_a_popularity_catalogue_answers_a_new_items_users_with_a_warning():
+    from coldbrew.new_item import UserBaseline
+
+    served = catalogue(users=5, items=50, dim=1)
+    served.users = torch.ones(5, 1)  # content popularity's users: one score for all
+    served.baseline = UserBaseline.of(served.users, served.items)
+    served.info = {"model": "popularity"}
+    rows, warnings = served.users_for(torch.tensor([2.0]), 3)
+    assert len(rows) == 3 and len(warnings) == 1
+    assert warnings[0].startswith("popularity is not personalised: it gives a new item one score")

@@ -118,6 +118,26 @@ def test_all_zero_features_are_warned_of_in_the_answer(served):
     ]
 
 
+def test_a_text_beside_features_of_every_block_is_said_to_be_unread(run, served, tmp_path, capsys):
+    import numpy as np
+
+    client, _ = served
+    width = sum(b["width"] for b in client.get("/info").json()["new_items"]["feature_blocks"])
+    full = [0.5] * width  # genre and text blocks both given: the text has no block to fill
+    answer = client.post("/items/score", json={"text": TEXT, "features": full, "k": 3})
+    alone = client.post("/items/score", json={"features": full, "k": 3})
+    assert answer.status_code == 200 and answer.json()["users"] == alone.json()["users"]
+    assert answer.json()["warnings"] == [
+        "the features hold every block the model reads, so they are used as they are and the "
+        "text is not read (it only labels the item): send the blocks besides text, or no text"
+    ]
+    assert "warnings" not in alone.json()
+    np.save(tmp_path / "full.npy", np.full(width, 0.5, np.float32))  # the CLI refuses the pair
+    argv = ["recommend", "--run", str(run), "--item-text", TEXT, "--item-vector"]
+    assert main([*argv, str(tmp_path / "full.npy")]) == 2
+    assert "this run reads 2 besides the text block" in capsys.readouterr().err
+
+
 @pytest.mark.usefixtures("with_svd_teacher")
 def test_a_zoo_run_scores_a_new_items_text_as_its_server_does(films, tmp_path, capsys):
     run = tiny_text_run(tmp_path / "dropoutnet", *films, model="dropoutnet", backbone_dim=8)

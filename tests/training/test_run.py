@@ -384,3 +384,39 @@ def test_the_run_records_a_text_encoder_folder_as_an_absolute_path(tmp_path, mon
     config = absolute_data(make_config({**FAST, "text_encoder": "encoder"}))
     assert config.text_encoder.spelling == str(tmp_path / "encoder")
     assert absolute_data(make_config(FAST)).text_encoder.spelling == "minilm"
+
+
+def test_a_one_user_file_is_refused_before_the_backbone_trains(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from coldbrew import Dataset
+    from coldbrew.registry import ModelSpec
+
+    def no_backbone(*args, **kwargs):
+        raise AssertionError("the backbone was trained")
+
+    monkeypatch.setattr(ModelSpec, "build_teacher", no_backbone)
+    items = pd.DataFrame({"item": [f"b{i}" for i in range(12)], "year": range(1990, 2002)})
+    events = pd.DataFrame({"user": ["alice"] * 10, "item": [f"b{i}" for i in range(10)]})
+    dataset = Dataset.from_frames(events, items, numeric=["year"])
+    config = make_config(FAST, {"model": "aldi", "features": "numeric"})
+    with pytest.raises(ColdbrewError, match=r"1 of the 1 training user\(s\) know every warm item "):
+        train(config, tmp_path / "run", dataset=dataset)
+    with pytest.raises(ColdbrewError, match=r"\(e\.g\. user 'alice'\).*add other users"):
+        train(config, tmp_path / "run", dataset=dataset)
+    assert not (tmp_path / "run").exists()
+
+
+def test_too_few_free_items_for_distinct_negatives_are_refused_by_the_users_id(tmp_path):
+    import pandas as pd
+
+    from coldbrew import Dataset
+
+    items = pd.DataFrame({"item": [f"b{i}" for i in range(12)], "year": range(1990, 2002)})
+    rows = [("alice", f"b{i}") for i in range(9)] + [("bob", "b9"), ("bob", "b0")]
+    dataset = Dataset.from_frames(pd.DataFrame(rows, columns=["user", "item"]), items)
+    # 10 warm items: alice has 1 free, bob 8; num_neg 8 drawn without replacement
+    config = make_config(FAST, {"model": "clcrec", "distinct_negatives": True})
+    with pytest.raises(ColdbrewError, match=r"1 training user\(s\) .* \(e\.g\. user 'alice': 1\)"):
+        train(config, tmp_path / "run", dataset=dataset)
+    assert not (tmp_path / "run").exists()

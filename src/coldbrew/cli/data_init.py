@@ -34,7 +34,8 @@ def add_init_parser(data_commands) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="CSV, TSV or Parquet files, or a folder (its table files are read)",
+        help="CSV/TSV (any separator or encoding), JSON Lines or Parquet files, maybe "
+        "compressed; or a folder (its table files are read)",
     )
     init.add_argument(
         "--out",

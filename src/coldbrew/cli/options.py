@@ -286,3 +286,13 @@ def other_data_layout(args: argparse.Namespace) -> dict | None:
             "is read with the layout it was trained on)"
         )
     return parse_layout_flags(args.layout)
+
+
+def percent(share: float) -> str:
+    """``0.004022...`` as ``0.40 %``; a share under 0.01 % keeps two significant digits."""
+    import math
+
+    value = 100 * share
+    if value == 0 or value >= 0.01:
+        return f"{value:.2f} %"
+    return f"{value:.{1 - math.floor(math.log10(value))}f} %"

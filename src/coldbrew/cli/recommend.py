@@ -22,7 +22,8 @@ EXAMPLES = """Examples:
   coldbrew recommend --run runs/clcrec-text --item-text "Heat (1995). ..." --item-genres Action
 
 --user gives a user's top items (training items left out, cold items included). A new item
-gives the users most likely to want it: clcrec and the zoo read --item-vector (a .npy vector
+gives the users for whom it stands out most (its lift: the score above the user's mean over
+the catalogue, in the user's standard deviations; not personalised models refuse): clcrec and the zoo read --item-vector (a .npy vector
 of the data's feature blocks, concatenated in order); where the data has a text block
 (--features genre,text), they read --item-text too, encoded by the run's own text encoder as
 coldbrew serve encodes it, with the other blocks (--item-genres or --item-vector: e.g.
@@ -112,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         who = f"item {row['item']}" if "item" in row else f"user {row['user']}"
         extra = " (cold)" if row.get("cold") else ""
-        text = f"  {row['text'][:70]}" if row.get("text") else ""
-        print(f"{row['rank']:4d}  {who:12s} {row['score']:9.4f}{extra}{text}")
+        text = f"  {row['title']}" if row.get("title") else ""  # the item's plain title
+        lift = f"  lift {row['lift']:+.2f}" if "lift" in row else ""
+        print(f"{row['rank']:4d}  {who:12s} {row['score']:9.4f}{lift}{extra}{text}")
     return 0
 
 

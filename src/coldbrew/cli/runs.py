@@ -14,6 +14,7 @@ from coldbrew.cli.options import (
     add_run_option,
     config_flags,
     other_data_layout,
+    percent,
 )
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
 from coldbrew.errors import ColdbrewError
@@ -401,10 +402,8 @@ def run_data(args: argparse.Namespace) -> int:
         from coldbrew.data import resolve_data_path
         from coldbrew.data.loaders.clcrec_layout import convert
 
-        destination = convert(
-            resolve_data_path(args.src), Path(args.dst), trust_pickle=args.trust_pickle
-        )
-        print(f"wrote {destination}")
+        source = resolve_data_path(args.src)
+        print(f"wrote {convert(source, Path(args.dst), trust_pickle=args.trust_pickle)}")
         return 0
     from coldbrew.config import MAX_SEED
     from coldbrew.data import load_dataset
@@ -443,7 +442,7 @@ def run_data(args: argparse.Namespace) -> int:
             made = summary["cold_split"]["items"]
             summary["cold_split"]["items"] = made[:5] + (["..."] if len(made) > 5 else [])
         for key, value in summary.items():
-            print(f"{key:20s} {value}")
+            print(f"{key:20s} {percent(value) if key == 'density' else value}")
         print(f"{'new item vector':20s} {describe_layout(dataset.feature_layout())}")
         for note in dataset.notes:
             print(f"note: {note}")

@@ -74,6 +74,8 @@ class Dataset:
     known: sp.csr_matrix | None = None  # every known interaction (negatives avoid these)
     notes: list[str] = field(default_factory=list)
     item_text: list[str] | None = None  # one text per item, when the source has titles
+    # each item's plain title where item_text labels its fields (coldbrew.data.titles)
+    item_titles: list[str] | None = None
     # the text columns whose vectors lie side by side in the text block, when each column
     # was encoded apart (the general layout's text_mode: per_column); None: one joined text
     text_fields: list[str] | None = None
@@ -237,6 +239,7 @@ class Dataset:
                 raise DataError(f"{self.name}: feature {name!r} has other columns than its names")
         for what, texts, count in (
             ("item_text", self.item_text, self.num_items),
+            ("item_titles", self.item_titles, self.num_items),
             ("user_text", self.user_text, self.num_users),
         ):
             if texts is not None and len(texts) != count:
@@ -252,7 +255,8 @@ def describe_layout(layout: list[dict]) -> str:
     parts = []
     for entry in layout:
         named = f" ({', '.join(entry['columns'])})" if entry.get("columns") else ""
-        parts.append(f"{entry['block']}: {entry['width']} columns{named}")
+        plural = "" if entry["width"] == 1 else "s"
+        parts.append(f"{entry['block']}: {entry['width']} column{plural}{named}")
     return ", then ".join(parts)
 
 

@@ -34,5 +34,5 @@ def resolve_data_path(path_or_name: str | os.PathLike) -> Path:
         from coldbrew.data.loaders.ml100k_download import download_ml100k
 
         return download_ml100k(cache_dir() / "data" / name)
-    looked = ", ".join(str(c) for c in [path, *candidates])
+    looked = ", ".join(dict.fromkeys(str(c) for c in [path, *candidates]))  # each place once
     raise DataError(f"dataset {name!r} not found (looked in: {looked})")

@@ -121,7 +121,7 @@ class Recommender(nn.Module):
         space of ``user_embeddings``: what ``coldbrew recommend --item-text`` ranks users by."""
         raise ColdbrewError(
             f"{type(self).__name__} cannot score a new item from its content yet; models that "
-            "can: clcrec, knn, ridge, marec, popularity, aldi, gar, deepmusic, dropoutnet, heater "
+            "can: clcrec, knn, ridge, marec, aldi, gar, deepmusic, dropoutnet, heater "
             "(--item-vector) and lm (--item-text)"
         )
 

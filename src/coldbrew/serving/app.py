@@ -123,7 +123,8 @@ def add_error_handlers(app: FastAPI) -> None:
 
 
 def add_read_routes(app: FastAPI, holder: Holder) -> None:
-    """``/health``, ``/info`` and the hot path, ``/users/{user}/items``."""
+    """``/health``, ``/info`` and the hot path, ``/users/{user}/items`` (an id holding ``/``
+    is sent as ``%2F``)."""
 
     @app.get("/health", summary="liveness: ok when a catalogue is loaded", dependencies=STRICT)
     async def health():
@@ -142,8 +143,9 @@ def add_read_routes(app: FastAPI, holder: Holder) -> None:
             {**catalogue.info, "served": catalogue.summary(), "reloads": holder.reloads}
         )
 
+    # {user:path}: an id holding "/" arrives decoded (a%2Fb -> a/b) and still names the user
     @app.get(
-        "/users/{user}/items",
+        "/users/{user:path}/items",
         summary="a user's top items (training items left out)",
         openapi_extra={"parameters": ITEMS_PARAMETERS},
     )
@@ -181,11 +183,11 @@ def add_item_routes(app: FastAPI, holder: Holder) -> None:
         if request.add:
             catalogue.new_id(request.id)  # checked again when it is added
         vector = catalogue.new_item_vector(request.text, request.features)
-        rows = catalogue.users_for(vector, request.k)
+        rows, warnings = catalogue.users_for(vector, request.k)
         answer = {"users": rows}
         if request.add:
             answer["item"] = catalogue.add(vector, request.text, request.features, request.id)
-        warnings = catalogue.new_item_warnings(request.text, request.features)
+        warnings += catalogue.new_item_warnings(request.text, request.features)
         if warnings:
             answer["warnings"] = warnings
         return json_response(answer)

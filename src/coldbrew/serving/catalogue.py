@@ -19,8 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from coldbrew.data.titles import item_titles, short_title
 from coldbrew.evaluation.topk import tie_keys, tie_shifts
+from coldbrew.new_item import UserBaseline, flat_list, one_list_for_all
 from coldbrew.recommend import has_text_ids, key_order, source_id, top_by_score_then_key
+from coldbrew.registry import MODELS
 from coldbrew.serving.export_format import Vectors
 
 # the depth reader is renamed: load_catalogue's search_depth parameter would shadow it
@@ -34,8 +37,6 @@ from coldbrew.serving.ranking import (
     item_fields,
     render_items,
     rotated_keys,
-    short_title,
-    short_titles,
     top_with_ties,
 )
 
@@ -76,7 +77,7 @@ class Catalogue:
         cold = np.zeros(len(self.item_ids), dtype=bool)
         cold[self.vectors.cold_items] = True
         self.cold = cold.tolist()
-        self.titles = short_titles(self.vectors.item_text)
+        self.titles = item_titles(self.vectors.item_titles, self.vectors.item_text)
         self.lean_fields = item_fields(self.item_ids, self.cold, self.titles)
         self.text_fields: list[tuple[str, str]] | None = None  # made when first asked for
         self.top: TopLists | None = None  # each user's best items, when cached
@@ -86,6 +87,7 @@ class Catalogue:
         self.item_keys = tie_keys(len(self.item_ids))
         self.user_shifts = tie_shifts(len(self.users), len(self.item_ids)).tolist()
         self.user_order = key_order(len(self.users))  # users of a new item: no rotation
+        self.baseline = UserBaseline.of(self.users, self.items)  # new items' users: their lift
         self.loaded_at = time.time()
 
     # ------------------------------------------------------------------ users' lists
@@ -226,15 +228,28 @@ class Catalogue:
         """What the answer for a scored new item warns of (its features all zero)."""
         return [] if self.encoder is None else self.encoder.warnings(text, features)
 
-    def users_for(self, vector: torch.Tensor, k: int) -> list[dict]:
+    def users_for(self, vector: torch.Tensor, k: int) -> tuple[list[dict], list[str]]:
+        """The top ``k`` users of a new item by its lift (as ``coldbrew.recommend`` ranks
+        them), and a warning where the list is only the users' tie order (a model that is not
+        personalised, or an item that scores alike for every user)."""
         check_k(k, len(self.users), "users")
-        scores = self.users @ vector  # (U,) as coldbrew.recommend ranks users
-        values, rows = top_by_score_then_key(scores, k, order=self.user_order)
+        scores = self.users @ vector  # (U,)
+        lift = self.baseline.lift(scores)
+        values, rows = top_by_score_then_key(lift, k, order=self.user_order)
         user_ids = self.vectors.user_ids
-        return [
-            {"rank": rank + 1, "user": source_id(user_ids, row), "score": score}
-            for rank, (score, row) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
+        answer = [
+            {
+                "rank": rank + 1,
+                "user": source_id(user_ids, row),
+                "score": float(scores[row]),
+                "lift": value,
+            }
+            for rank, (value, row) in enumerate(zip(values.tolist(), rows.tolist(), strict=True))
         ]
+        model = self.info.get("model")
+        if model in MODELS and not MODELS[model].personalised:  # the list is still answered:
+            return answer, [one_list_for_all(model)]  # with add=true the item joins all the same
+        return answer, [flat_list(scores, lift)] if flat_list(scores, lift) else []
 
     def add(
         self, vector: torch.Tensor, text: str | None, features: list | None, item_id: int | None

@@ -45,6 +45,7 @@ def run_vectors(loaded) -> Vectors:
         train_indptr=np.asarray(train.indptr, dtype=np.int64),
         train_indices=np.asarray(train.indices, dtype=np.int64),
         item_text=dataset.item_text,
+        item_titles=dataset.item_titles,
     )
 
 

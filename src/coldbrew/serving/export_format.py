@@ -51,6 +51,7 @@ class Vectors:
     train_indptr: np.ndarray  # (U + 1,) int64
     train_indices: np.ndarray  # (nnz,) int64 internal item rows
     item_text: list[str] | None = field(default=None)
+    item_titles: list[str] | None = field(default=None)  # plain titles (Dataset.item_titles)
 
     def check(self) -> None:
         users, items = self.users, self.items
@@ -124,6 +125,8 @@ def write_export(
             (staging / CONFIG_COPY).write_text(config_text)
         if vectors.item_text is not None:
             manifest = {**manifest, "item_text": list(vectors.item_text)}
+        if vectors.item_titles is not None:
+            manifest = {**manifest, "item_titles": list(vectors.item_titles)}
         if index is not None:
             from coldbrew.serving.index import write_index
 
@@ -185,7 +188,9 @@ def read_vectors(folder: Path | str) -> Vectors:
         if name in ("user_ids", "item_ids"):
             arrays[name] = np.array(ids, dtype=object)
     vectors = Vectors(
-        **{name: arrays[name] for name in ARRAYS}, item_text=manifest.get("item_text")
+        **{name: arrays[name] for name in ARRAYS},
+        item_text=manifest.get("item_text"),
+        item_titles=manifest.get("item_titles"),  # absent from exports made before it existed
     )
     vectors.check()
     return vectors

@@ -5,7 +5,8 @@
 * ``"features"`` (CLCRec and the zoo): the data's dense feature blocks, concatenated in order.
   When the data has a ``text`` block made by a sentence encoder, ``text`` fills that block
   (encoded by the same encoder) and ``features`` gives the other blocks, in order. ``features``
-  of the full width are used as they are (a ``text`` beside them is only the item's label).
+  of the full width are used as they are (a ``text`` beside them is only the item's label,
+  and the answer warns that it was not read).
 * ``"text"`` (the LM): the text, and its feature blocks when it was trained with them.
 * ``None``: the model cannot score a new item (a blend); asking is a one-line 400.
 """
@@ -30,6 +31,10 @@ from coldbrew.new_item import (
 from coldbrew.recommend import is_all_zero, one_item_vector
 
 MAX_TEXT_CHARACTERS = 20_000
+TEXT_UNREAD = (
+    "the features hold every block the model reads, so they are used as they are and the "
+    "text is not read (it only labels the item): send the blocks besides text, or no text"
+)
 
 
 class BadRequest(ColdbrewError):
@@ -96,15 +101,22 @@ class NewItemEncoder:
             return vector.reshape(-1).float().cpu()
 
     def warnings(self, text: str | None, features: list | None) -> list[str]:
-        """What the answer for a scored item warns of: its features all zero when they are
-        all it is scored from (no text read beside them)."""
-        if features is None or not is_all_zero(np.asarray(features, dtype=np.float64)):
+        """What the answer for a scored item warns of: a text beside features of the full
+        width (the features are used; the text only labels the item), and features all zero
+        when they are all it is scored from (no text read beside them)."""
+        if features is None:
             return []
+        said = []
+        full = self.recipe.get("reads") == "features" and len(features) == self._width(None)
+        if text is not None and full:
+            said.append(TEXT_UNREAD)
+        if not is_all_zero(np.asarray(features, dtype=np.float64)):
+            return said
         if text is not None and self.recipe.get("reads") == "text":
             return []  # the LM reads the text, and the blocks beside it
-        if text is not None and self.text_block and len(features) != self._width(None):
-            return []  # the text fills its block
-        return [ZERO_FEATURES]
+        if text is not None and self.text_block and not full:
+            return said  # the text fills its block
+        return [*said, ZERO_FEATURES]
 
     def _features(self, features: list) -> np.ndarray:
         try:

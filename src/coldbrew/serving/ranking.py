@@ -1,5 +1,5 @@
 """A user's list on the request path, in numpy: the ``k`` best scores without sorting the
-catalogue, equal scores in the evaluator's tie order; and the short title a lean answer shows.
+catalogue, equal scores in the evaluator's tie order; and the short title a lean answer shows (``coldbrew.data.titles``).
 
 ``top_with_ties`` returns what a stable sort of every score in tie-key order returns
 (``coldbrew.recommend.top_by_score_then_key``), at the cost of one ``argpartition`` and a sort
@@ -10,17 +10,13 @@ boundary are ordered by key like the rest.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from coldbrew.data.titles import short_title
 from coldbrew.errors import ColdbrewError
-
-TITLE_CHARS = 120  # a text with no recognisable title is cut here
-# the loaders write "Title (Year). Genres: ... . Director: ... . Plot: ..." (data/features.py)
-_FIELD = re.compile(r"\.\s+(?:Genres|Director|Cast|Plot|Writers?|Tags?)\s*:")
 
 
 def top_with_ties(
@@ -50,20 +46,6 @@ def rotated_keys(positions: np.ndarray, item_keys: np.ndarray, shift: int, base:
     keys = positions.astype(np.int64, copy=True)
     keys[inside] = (item_keys[positions[inside]] + shift) % base
     return keys
-
-
-def short_title(text: str) -> str:
-    """The title part of an item text (before its first ``. Genres:``-like field), or the text
-    itself cut to ``TITLE_CHARS`` characters."""
-    found = _FIELD.search(text)
-    title = text[: found.start()] if found else text.rstrip(".")
-    if len(title) > TITLE_CHARS:
-        title = title[: TITLE_CHARS - 1].rstrip() + "…"
-    return title.strip()
-
-
-def short_titles(texts: Sequence[str] | None) -> list[str] | None:
-    return None if texts is None else [short_title(text) for text in texts]
 
 
 # ---------------------------------------------------------------------------------- answers

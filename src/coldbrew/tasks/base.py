@@ -81,6 +81,11 @@ class Task(ABC):
         ``generator`` (None: the global torch RNG)."""
         return torch.randperm(self.num_samples(), device=self.device, generator=generator)
 
+    def check_trainable(self) -> None:
+        """Refuse, before anything is trained, data this task cannot train on (one line: the
+        cause and the fix); nothing by default."""
+        return None
+
     @abstractmethod
     def make_batch(self, index: torch.Tensor) -> Any:
         """The model's input for samples ``index`` (int64, on the device); random draws

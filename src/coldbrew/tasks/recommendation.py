@@ -19,7 +19,8 @@ import torch
 from coldbrew.config import TrainConfig, parse_monitor
 from coldbrew.data.dataset import EVALUATION_SPLITS, Dataset
 from coldbrew.data.sampling import NegativeSampler
-from coldbrew.errors import ColdbrewError
+from coldbrew.data.tables.content import shown
+from coldbrew.errors import ColdbrewError, DataError
 from coldbrew.evaluation.model import evaluate_model
 from coldbrew.evaluation.protocols import ORIGINAL_INITIAL_BEST
 from coldbrew.models.base import Batch
@@ -91,18 +92,53 @@ class RecommendationTask(Task):
         self.shard = None  # (rank, world, sum): evaluate this rank's users, add up the totals
         self._positives: tuple[torch.Tensor, torch.Tensor] | None = None
 
+    def check_trainable(self) -> None:
+        """Refuse, by the data's own ids, data no negative can be drawn from: ``num_neg``
+        above the warm items, a training user who knows every warm item (a one-user file,
+        say) or, with distinct negatives, fewer free warm items than ``num_neg``."""
+        dataset = self.dataset
+        self._check_num_neg()
+        warm = np.zeros(dataset.num_items, dtype=bool)
+        warm[dataset.warm_items] = True
+        known = dataset.exclusion_matrix().tocsr()
+        owners = np.repeat(np.arange(dataset.num_users), np.diff(known.indptr))
+        free = warm.sum() - np.bincount(owners[warm[known.indices]], minlength=dataset.num_users)
+        trained = np.diff(dataset.train.indptr) > 0
+
+        def example(rows: np.ndarray) -> str:
+            row = rows[0]
+            return shown(row if dataset.user_ids is None else dataset.user_ids[row])
+
+        full = np.flatnonzero(trained & (free <= 0))
+        if len(full):
+            raise DataError(
+                f"{len(full)} of the {int(trained.sum())} training user(s) know every warm item "
+                f"(e.g. user {example(full)}), so no negative can be drawn for them: add other "
+                "users' interactions (a recommender learns from many users) or drop those users"
+            )
+        short = np.flatnonzero(trained & (free < self.num_neg))
+        if self.distinct_negatives and len(short):
+            raise DataError(
+                f"{len(short)} training user(s) have fewer free warm items than num_neg = "
+                f"{self.num_neg} (e.g. user {example(short)}: {int(free[short[0]])}), so "
+                "distinct negatives cannot be drawn: lower num_neg or drop distinct_negatives"
+            )
+
+    def _check_num_neg(self) -> None:
+        num_warm = len(self.dataset.warm_items)
+        if self.num_neg > num_warm:
+            raise ColdbrewError(
+                f"num_neg {self.num_neg} is larger than the {num_warm} warm items of "
+                f"{self.dataset.name}; use at most {num_warm}"
+            )
+
     def _training_data(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(users, items) of the positives on the device, and the sampler: built on first use,
         so a task that only evaluates never builds them."""
         if self._positives is not None:
             return self._positives
         dataset, num_neg = self.dataset, self.num_neg
-        num_warm = len(dataset.warm_items)
-        if num_neg > num_warm:
-            raise ColdbrewError(
-                f"num_neg {num_neg} is larger than the {num_warm} warm items of {dataset.name}; "
-                f"use at most {num_warm}"
-            )
+        self._check_num_neg()
         coo = dataset.train.tocoo()
         self.sampler = NegativeSampler(
             dataset.exclusion_matrix(),

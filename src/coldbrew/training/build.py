@@ -44,6 +44,8 @@ def build_trainer(
     distributed.start(runtime.device)
     spec = model_spec(config.model)
     task = build_task(spec.task, dataset, config, runtime.device, fixed_shapes=fixed_shapes)
+    if spec.trains:  # before the backbone is trained and cached
+        task.check_trainable()
     teacher = spec.build_teacher(dataset, config, progress=not config.quiet)
     model = build_model(config.model, dataset, config, teacher, fixed_shapes=fixed_shapes)
     return Trainer(model, task, config, runtime, trains=spec.trains, **options)

@@ -438,3 +438,13 @@ def test_a_converted_copy_keeps_the_column_names(tmp_path):
     stored.save(dataset, tmp_path / "copy")
     again = stored.load(tmp_path / "copy", None)
     assert again.feature_columns == dataset.feature_columns
+
+
+def test_a_missing_dataset_names_each_place_looked_in_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLDBREW_DATA", ".")  # $COLDBREW_DATA/shop is ./shop, the path as given
+    monkeypatch.setenv("COLDBREW_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DataError) as raised:
+        resolve_data_path("shop")
+    cache = tmp_path / "cache" / "data" / "shop"
+    assert str(raised.value).endswith(f"(looked in: shop, {cache})")

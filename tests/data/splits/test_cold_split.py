@@ -133,3 +133,14 @@ def test_data_info_shows_the_cold_split_a_run_would_make(tmp_path, capsys):
     assert main(["data", "info", str(tmp_path), "--cold-split", "time:0.5"]) == 0
     out = capsys.readouterr().out
     assert "'items': ['d', 'e', 'f']" in out and "note: cold_split time:0.5: 3 of 6 items" in out
+
+
+def test_the_note_says_whether_the_datas_own_splits_were_pooled():
+    from coldbrew.data.splits.cold_split import apply_cold_split
+
+    split = apply_cold_split(timed_data(), "time:0.4", seed=0)
+    assert "(3 interactions moved to val; the data had no split of its own)" in split.notes[-1]
+    again = timed_data()
+    again.splits = split.splits  # now the data has val splits of its own: pooled first
+    pooled = apply_cold_split(again, "time:0.2", seed=0).notes[-1]
+    assert "the data's own val split(s) pooled first" in pooled and " no " not in pooled

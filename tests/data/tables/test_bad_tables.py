@@ -31,7 +31,10 @@ CASES = {
     "file missing": ({"events.csv": None}, "events.csv: file not found"),
     "file empty": ({"events.csv": ""}, "events.csv: empty file; expected a header"),
     "header only": ({"events.csv": "user,item,stars,ts\n"}, "events.csv: no rows after the header"),
-    "ragged row": ({"events.csv": EVENTS + "cy,b,4,5,6\n"}, "Expected 4 fields in line 5, saw 5"),
+    "ragged row": (
+        {"events.csv": EVENTS + "cy,b,4,5,6\n"},
+        "line 5: 5 fields where the header has 4",
+    ),
     "column misnamed": (
         {"events.csv": EVENTS.replace("user,", "uid,")},
         "no column 'user' (it has: uid",
@@ -72,11 +75,11 @@ CASES = {
         },
         "reserved block name",
     ),
-    "unknown file type": (
+    "spreadsheet": (
         {"coldbrew.yaml": SPEC.replace("events.csv", "events.xlsx"), "events.xlsx": EVENTS},
-        "unknown file type '.xlsx'",
+        "events.xlsx: a spreadsheet, not a text table; export it as CSV",
     ),
-    "not utf-8": ({"items.csv": ITEMS.replace("Up", "\udcff")}, "not UTF-8 text"),
+    "binary file": ({"items.csv": ITEMS.replace("Up", "\x00\x01")}, "not a text table (binary"),
     "cold file warm item": (
         {"coldbrew.yaml": SPEC + MORE, "cold.csv": "user,item\nann,b\n"},
         "cold.csv: 1 item(s) also have training",

@@ -89,6 +89,7 @@ def _to_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], dict]:
         "features": features,
         "notes": list(dataset.notes),
         "item_text": dataset.item_text,
+        "item_titles": dataset.item_titles,
         "user_text": dataset.user_text,
     }
     return arrays, manifest
@@ -133,6 +134,7 @@ def load(path: Path, wanted: Sequence[str] | None) -> Dataset:
         known=matrix("known"),
         notes=list(manifest["notes"]),
         item_text=manifest["item_text"],
+        item_titles=manifest.get("item_titles"),  # absent from manifests written before it
         user_text=manifest.get("user_text"),  # absent from manifests written before it existed
         feature_columns={e["name"]: e["columns"] for e in manifest["features"] if "columns" in e},
     )

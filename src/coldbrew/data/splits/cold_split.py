@@ -96,10 +96,14 @@ def apply_cold_split(dataset, cold_split: str, seed: int):
     cold[chosen] = True
     train, val = _columns(known, ~cold), _columns(known, cold)
     lost = int(np.count_nonzero(np.diff(known.indptr)) - np.count_nonzero(np.diff(train.indptr)))
-    pooled = ", ".join(dataset.splits) or "no"
+    pooled = (
+        f"the data's own {', '.join(dataset.splits)} split(s) pooled first"
+        if dataset.splits
+        else "the data had no split of its own"
+    )
     notes.append(
         f"cold_split {cold_split}: {count} of {len(seen)} items with interactions made cold "
-        f"({val.nnz} interactions moved to val; the data's own {pooled} split(s) pooled first)"
+        f"({val.nnz} interactions moved to val; {pooled})"
         + (f"; {lost} user(s) have no training interaction left" if lost else "")
     )
     source = dataset.item_ids if dataset.item_ids is not None else np.arange(dataset.num_items)

@@ -32,6 +32,7 @@ from coldbrew.data.features import (
     text_embeddings,
     text_encoder_available,
 )
+from coldbrew.data.titles import title_column
 from coldbrew.errors import DataError
 
 MAX_CATEGORIES = 2000  # a category block keeps its most frequent values (a note says so)
@@ -45,6 +46,7 @@ class Content:
     factories: dict[str, Callable[[], torch.Tensor]] = field(default_factory=dict)
     columns: dict[str, list[str]] = field(default_factory=dict)
     texts: list[str] | None = None
+    titles: list[str] | None = None  # the title column's plain values (coldbrew.data.titles)
     # each text column's own texts, when they are encoded apart (per_column)
     column_texts: list[list[str]] | None = None
 
@@ -144,6 +146,8 @@ def item_content(
                 f"item {shown(item_index[empty[0]])}): their text vector is zeros"
             )
         content.texts = texts
+        column = title_column(list(text))
+        content.titles = items[column].fillna("").astype(str).str.strip().tolist()
         if per_column:
             content.column_texts = [joined_texts(items, [c], separator) for c in text]
             for column, texts in zip(text, content.column_texts, strict=True):

@@ -1,8 +1,8 @@
 """Your data as it comes: interactions and an items table with named columns, as pandas frames.
 
 ``dataset_fields`` (behind ``Dataset.from_frames``) is the one general reader;
-``coldbrew.data.tables.reader`` reads the frames from CSV, TSV or Parquet files named in a
-``coldbrew.yaml`` and ``coldbrew.data.loaders.recbole`` from RecBole's atomic files, both through it.
+``coldbrew.data.tables.reader`` reads the frames from CSV/TSV, JSON Lines or Parquet files named
+in a ``coldbrew.yaml`` and ``coldbrew.data.loaders.recbole`` from RecBole's atomic files, both through it.
 
 - Interactions: one row per (user, item), optional ``rating`` (checked numeric; ``min_rating``
   keeps the rows at or above it: coldbrew learns from implicit feedback, so every kept row is
@@ -124,6 +124,7 @@ def dataset_fields(
         features=blocks,
         notes=notes,
         item_text=content.texts,
+        item_titles=content.titles,
         text_fields=list(text) if per_column else None,  # the text block's columns, in order
         feature_columns=content.columns,
         **read.fields(timestamp, where, notes),

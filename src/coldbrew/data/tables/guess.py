@@ -36,6 +36,7 @@ from coldbrew.data.tables.columns import (
     numbers,
 )
 from coldbrew.data.tables.dates import date_order
+from coldbrew.data.tables.files import COMPRESSIONS, JSON_LINES, PARQUET
 from coldbrew.data.tables.reader import SPEC_FILE, read_table
 from coldbrew.errors import DataError
 
@@ -47,8 +48,8 @@ RATING = re.compile(r"rating|score|stars|weight|count|value|clicks|plays", re.I)
 TIME = re.compile(r"time|date|^ts$|created|when|day", re.I)
 MIN_VECTOR_WIDTH = 8
 MIN_MATCH = 0.05  # share of a column's distinct ids another table's id column must hold
-TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".jsonl", ".json", ".parquet", ".pq")
-COMPRESSED = ("", ".gz", ".bz2", ".zip", ".xz", ".zst")
+TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".psv", ".txt", *JSON_LINES, *PARQUET)
+COMPRESSED = ("", *COMPRESSIONS)
 
 
 @dataclass
@@ -163,7 +164,7 @@ def guess(files: list[Path]) -> tuple[dict, list[str]]:
 
 
 def _read(path: Path, lines: list[str]) -> Table:
-    frame = read_table(path, [], text=True)
+    frame = read_table(path, [], text=True, notes=lines)
     kept = []
     for column in frame.columns:
         if is_index(column, frame[column]):

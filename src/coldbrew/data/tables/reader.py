@@ -3,7 +3,7 @@
 A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, every key one of
 ``coldbrew.data.tables.frames.dataset_fields``'s, file names relative to the directory::
 
-    interactions: ratings.csv     # CSV, TSV (.tsv) or Parquet (.parquet)
+    interactions: ratings.csv     # CSV/TSV, JSON Lines or Parquet, maybe .gz/.zip/.bz2/.xz
     user: user_id                 # column names in the interaction files
     item: movie_id
     rating: stars                 # optional: checked numeric; min_rating keeps rows >= it
@@ -16,6 +16,9 @@ A directory holding ``coldbrew.yaml`` is read by ``load``; the file is flat, eve
     vectors: item_vectors.csv     # optional: item id column, then numbers
     val: cold_val.csv             # optional: your own cold items' interactions
     test: cold_test.csv
+    encoding: latin-1             # optional, for every file: overrule the sniffer (read_table)
+    separator: ";"
+    quote: backslash
 
 ``coldbrew data init FILES...`` writes one (``coldbrew.data.tables.guess``). The same settings
 given as flags (``--layout text=title,plot``: ``coldbrew.data.tables.settings``) go over the
@@ -27,24 +30,42 @@ numbers written as decimals (``1430.0``) count as integers where another file wr
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from coldbrew.data.dataset import Dataset
+from coldbrew.data.tables.files import (
+    JSON_LINES,
+    MIXED,
+    PARQUET,
+    check_text,
+    choose_encoding,
+    mixed_to_utf8,
+    open_table,
+)
 from coldbrew.data.tables.settings import (
     COLUMN_KEYS,
     FILE_KEYS,
     LIST_KEYS,
     OTHER_KEYS,
+    READ_KEYS,
     SPEC_FILE,
     check_layout,
     merge_layout,
 )
+from coldbrew.data.tables.text_tables import (
+    SUFFIX_SEPARATORS,
+    Dialect,
+    describe,
+    read_text_table,
+    sample_text,
+    sniff,
+)
 from coldbrew.errors import DataError
 
-SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 PLAIN_INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"  # no leading zeros, fits int64
 
 
@@ -124,15 +145,21 @@ def _split(key: str) -> str:
 def read_frames(
     folder: Path, spec: dict, notes: list[str] | None = None
 ) -> dict[str, pd.DataFrame]:
-    """Each file ``spec`` names, read with its id columns as text, then ids made one type:
-    spaces around an id stripped, and integers where every file's ids are (``1430.0`` read as
-    ``1430`` where the other files write ``1430``), with a note in ``notes``."""
+    """Each file ``spec`` names, read with its id columns as text (``spec``'s ``encoding``,
+    ``separator`` and ``quote`` over the sniffer's, how each was read added to ``notes``),
+    then ids made one type: spaces around an id stripped, and integers where every file's ids
+    are (``1430.0`` read as ``1430`` where the other files write ``1430``), with a note."""
     notes = notes if notes is not None else []
     user, item = spec.get("user", "user"), spec.get("item", "item")
     item_id = spec.get("item_id", item)
     ids = {"interactions": [user, item], "val": [user, item], "test": [user, item]}
     ids.update({"items": [item_id], "vectors": [item_id]})
-    frames = {key: read_table(folder / spec[key], ids[key]) for key in FILE_KEYS if key in spec}
+    reading = {key: spec[key] for key in READ_KEYS if key in spec}
+    frames = {
+        key: read_table(folder / spec[key], ids[key], notes=notes, **reading)
+        for key in FILE_KEYS
+        if key in spec
+    }
     item_columns = [(key, item) for key in ("interactions", "val", "test") if key in frames]
     item_columns += [(key, item_id) for key in ("items", "vectors") if key in frames]
     user_columns = [(key, user) for key in ("interactions", "val", "test") if key in frames]
@@ -201,51 +228,99 @@ def whole_like(values: pd.Series) -> bool:
 
 
 def read_table(
-    path: Path, id_columns: list[str], separator: str | None = None, text: bool = False
+    path: Path,
+    id_columns: list[str],
+    separator: str | None = None,
+    text: bool = False,
+    *,
+    encoding: str | None = None,
+    quote: str | None = None,
+    notes: list[str] | None = None,
 ) -> pd.DataFrame:
-    """A CSV, TSV or Parquet file as a frame, ``id_columns`` (every column with ``text``) as
-    text; a ``DataError`` naming the file for anything unreadable."""
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return _read_parquet(path, id_columns)
-    separator = separator or SEPARATORS.get(suffix)
-    if separator is None:
-        raise DataError(f"{path}: unknown file type {suffix!r}; use .csv, .tsv or .parquet")
-    try:
-        frame = pd.read_csv(
-            path,
-            sep=separator,
-            dtype=str if text else {column: str for column in id_columns},
-            encoding="utf-8-sig",
-            engine="c",
-            skipinitialspace=True,
-        )
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: empty file; expected a header line naming the columns") from None
-    except UnicodeDecodeError as error:
-        raise DataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except (pd.errors.ParserError, ValueError) as error:
-        message = (
-            str(error).strip().splitlines()[-1].replace("Error tokenizing data. C error: ", "")
-        )
-        raise DataError(f"{path}: {message}") from None
+    """A table file as a frame, ``id_columns`` (every column with ``text``) as text: CSV-like
+    text (separator, quotes and encoding sniffed: ``coldbrew.data.tables.text_tables``), JSON
+    Lines or Parquet, each maybe compressed (``coldbrew.data.tables.files``). ``separator``,
+    ``encoding`` and ``quote`` overrule the sniffer; what was read other than plain UTF-8 with
+    the suffix's separator is a line in ``notes``. Anything unreadable is a ``DataError``
+    naming the file and what coldbrew saw."""
+    table = open_table(path)
+    if table.suffix in PARQUET:
+        frame = _read_parquet(path, io.BytesIO(table.data), id_columns)
+    else:
+        check_text(path, table.data, encoding)
+        encoding, why = choose_encoding(path, table.data, encoding)
+        said = [why] if why else []
+        data = table.data
+        if encoding == MIXED:
+            data, encoding = mixed_to_utf8(data), "utf-8"
+        if table.suffix in JSON_LINES:
+            frame = _read_json_lines(path, data, encoding, id_columns)
+        else:
+            dialect = sniff(
+                sample_text(data, encoding),
+                table.suffix,
+                separator,
+                quote,
+                backslashes=b'\\"' in data,
+            )
+            said += _dialect_notes(dialect, table.suffix, quote)
+            dtype = str if text else {column: str for column in id_columns}
+            frame = read_text_table(path, data, encoding, dialect, dtype)
+        if said and notes is not None:
+            notes.append(f"{path.name}: {', '.join(said)}")
     if frame.empty:
         raise DataError(f"{path}: no rows after the header")
     frame.columns = [str(column).strip() for column in frame.columns]
     return frame
 
 
-def _read_parquet(path: Path, id_columns: list[str]) -> pd.DataFrame:
+def _dialect_notes(dialect: Dialect, suffix: str, quote: str | None) -> list[str]:
+    """What a reader of the file should know: a sniffed separator the suffix does not say,
+    quotes escaped with backslashes found in the file."""
+    said = []
+    if dialect.sniffed and dialect.separator != SUFFIX_SEPARATORS.get(suffix, ","):
+        said.append(f"{describe(dialect.separator)}-separated")
+    if dialect.quote == "backslash" and quote is None:
+        said.append('quotes inside fields escaped as \\"')
+    return said
+
+
+def _read_json_lines(path: Path, data: bytes, encoding: str, id_columns: list[str]) -> pd.DataFrame:
+    """One JSON object per line, its keys the columns; values keep their JSON types."""
+    import json
+
+    lines = data.decode(encoding)
     try:
-        frame = pd.read_parquet(path)
+        frame = pd.read_json(io.StringIO(lines), lines=True, dtype=False)
+    except (ValueError, TypeError):  # TypeError: a line holds a list
+        frame = None
+    for number, line in enumerate(lines.splitlines() if frame is None else [], start=1):
+        try:
+            if line.strip() and not isinstance(json.loads(line), dict):
+                raise ValueError
+        except ValueError:
+            raise DataError(
+                f"{path}, line {number}: not a JSON object; JSON Lines hold one {{...}} a line"
+            ) from None
+    if frame is None:
+        raise DataError(f"{path}: not readable as JSON Lines (one {{...}} object a line)")
+    return _ids_as_text(frame, id_columns)
+
+
+def _read_parquet(path: Path, source, id_columns: list[str]) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(source)
     except ImportError:
         raise DataError(
             f"{path}: reading Parquet needs pyarrow: pip install 'coldbrew[parquet]'"
         ) from None
     except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
+    return _ids_as_text(frame, id_columns)
+
+
+def _ids_as_text(frame: pd.DataFrame, id_columns: list[str]) -> pd.DataFrame:
+    """``id_columns`` as text where they are not integers (missing values stay missing)."""
     for column in id_columns:
         if column in frame.columns and not pd.api.types.is_integer_dtype(frame[column]):
             frame[column] = frame[column].astype(object).where(frame[column].notna())

@@ -18,7 +18,8 @@ COLUMN_KEYS = ("user", "item", "rating", "timestamp", "item_id")
 LIST_KEYS = ("text", "categories", "numeric")
 OTHER_KEYS = ("min_rating", "missing_items", "category_separator", "text_mode", "k_core")
 OTHER_KEYS += ("date_format",)  # "%d/%m/%Y": how dates are written, where it cannot be told
-KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS
+READ_KEYS = ("encoding", "separator", "quote")  # how every table file is read: see read_keys
+KEYS = FILE_KEYS + COLUMN_KEYS + LIST_KEYS + OTHER_KEYS + READ_KEYS
 NAME_KEYS = FILE_KEYS + COLUMN_KEYS + ("missing_items", "category_separator", "text_mode")
 NAME_KEYS += ("date_format",)
 # what a flag's help and a refusal say
@@ -57,7 +58,44 @@ def check_layout(spec: Mapping, where: str | Path) -> dict[str, Any]:
     value = checked.get("k_core", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DataError(f"{where}: k_core must be a whole number, 1 or more, not {value!r}")
+    checked.update(read_keys(checked, where))
     return checked
+
+
+SEPARATOR_WORDS = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+QUOTE_WORDS = {'"': "double", "'": "single", '\\"': "backslash", "": "none"}
+QUOTES = ("double", "backslash", "single", "none")
+
+
+def read_keys(spec: Mapping, where: str | Path) -> dict[str, str]:
+    """``spec``'s ``encoding`` (a codec Python knows), ``separator`` (``,`` ``;`` ``|`` or
+    tab, also as ``tab``, ``\\t``, ``comma`` ...) and ``quote`` (``double``: ``"`` with ``""``
+    inside; ``backslash``: ``"`` with ``\\"`` inside; ``single``; ``none``), checked and
+    spelled one way; they overrule the sniffer for every table file."""
+    import codecs
+
+    read = {}
+    if "encoding" in spec:
+        try:
+            codecs.lookup(str(spec["encoding"]))
+        except LookupError:
+            raise DataError(
+                f"{where}: encoding {spec['encoding']!r} is unknown; e.g. utf-8, cp1252, latin-1"
+            ) from None
+        read["encoding"] = str(spec["encoding"])
+    if "separator" in spec:
+        value = SEPARATOR_WORDS.get(str(spec["separator"]).lower(), spec["separator"])
+        if value not in (",", ";", "\t", "|"):
+            raise DataError(
+                f"{where}: separator must be ',', ';', '|' or tab, not {spec['separator']!r}"
+            )
+        read["separator"] = value
+    if "quote" in spec:
+        value = QUOTE_WORDS.get(str(spec["quote"]), str(spec["quote"]).lower())
+        if value not in QUOTES:
+            raise DataError(f"{where}: quote must be {', '.join(QUOTES)}, not {spec['quote']!r}")
+        read["quote"] = value
+    return read
 
 
 def parse_layout_flags(values: Iterable[str], where: str = "--layout") -> dict[str, Any]:
@@ -79,7 +117,7 @@ def parse_layout_flags(values: Iterable[str], where: str = "--layout") -> dict[s
 def _flag_value(key: str, value: str) -> Any:
     """A flag's text as coldbrew.yaml would hold it: names split at commas for a list key, a
     number for ``min_rating``, the separator as given (it may be a comma or a space)."""
-    if key == "category_separator":
+    if key in ("category_separator", "separator", "quote"):
         return value
     if key in LIST_KEYS:
         return [name.strip() for name in value.split(",") if name.strip()]
