@@ -137,9 +137,11 @@ def run_blend(args: argparse.Namespace) -> int:
 
     split, label = reported_split(results["metrics"])
     cold = results["metrics"].get(split, {}).get("cold", {})
-    value = cold.get("recall@20", float("nan"))
     how = "weights given" if weights else f"weights chosen on val, {args.objective} objective"
-    print(f"blend in {args.out}: {label} cold recall@20 {value:.4f} ({how})")
+    if "recall@20" not in cold:  # data with no cold split: nothing to score the blend on
+        print(f"blend in {args.out} ({how}): not scored, the data has no cold val items")
+        return 0
+    print(f"blend in {args.out}: {label} cold recall@20 {cold['recall@20']:.4f} ({how})")
     return 0
 
 

@@ -246,8 +246,18 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from coldbrew.research.boards.compare import compare_table, format_table
+    import warnings
+
+    from coldbrew.research.boards.compare import compare_table, format_table, unscored_runs
 
     header, rows = compare_table(args.runs, args.metric)
     print(format_table(header, rows, markdown=args.markdown))
+    unscored = unscored_runs(args.runs)
+    if unscored:
+        warnings.warn(
+            f"{', '.join(unscored)} scored nothing: trained on data with no cold split, so "
+            "their metric columns are empty; train with --cold-split time:0.2, or compare "
+            "models with coldbrew leaderboard --folds 5",
+            stacklevel=1,
+        )
     return 0

@@ -198,6 +198,14 @@ def evaluate_run(
     spec = model_spec(config.model)
     task = build_task(spec.task, dataset, config, target)
     available = task.splits()
+    if not available:
+        from coldbrew.data.splits.cold_split import cold_split_hint
+
+        raise DataError(
+            f"{dataset.name} has no cold split to score (no val/test files, and {run_dir} "
+            f"trained on every item): evaluate on data that has one (--data OTHER), or "
+            f"{cold_split_hint(dataset)}"
+        )
     wanted = tuple(splits) if splits else available
     missing = [split for split in wanted if split not in available]
     if missing:
