@@ -10,6 +10,7 @@ from coldbrew.cli.options import (
     add_config_options,
     add_objective_option,
     config_flags,
+    require_data,
 )
 from coldbrew.errors import ColdbrewError
 
@@ -168,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     blends = parse_blends(args.blend or named.get("blend"), models)
     blend_objective = args.blend_objective or named.get("blend_objective") or "monitored"
     jobs = parse_jobs(args.jobs or named.get("jobs") or 1)
+    require_data(flags, preset)  # as train: a board on generated data looks like a real one
     base_layers = (preset, Flags(flags))
     quiet = bool(flags.get("quiet"))
     board = leaderboard(

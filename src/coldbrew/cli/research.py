@@ -10,6 +10,7 @@ from coldbrew.cli.options import (
     add_config_options,
     add_objective_option,
     config_flags,
+    require_data,
 )
 from coldbrew.errors import ColdbrewError
 
@@ -214,7 +215,9 @@ def run_search(args: argparse.Namespace) -> int:
     shared = {"study_name": args.study_name, "heartbeat": args.heartbeat}
     if args.storage is None and any(value is not None for value in shared.values()):
         raise ColdbrewError("--study-name and --heartbeat go with --storage URL")
-    base_layers = (load_yaml(args.config) if args.config else {}, Flags(flags))
+    preset = load_yaml(args.config) if args.config else {}
+    require_data(flags, preset)  # as train: a study on generated data looks like a real one
+    base_layers = (preset, Flags(flags))
     space = load_space(args.space, base_layers)
     result = search(
         base_layers,
