@@ -210,7 +210,8 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
         trainer.run_dir, trainer.log = run_dir, log
         text = config_yaml(config) + layout_comment(dataset)
         write_text(text, run_dir / CONFIG)  # on resume: new epochs, device ...
-        write_ids(run_dir, dataset)  # recommend, export and serve check the data against it
+        if not resume:  # a resumed run's, once its checkpoint has loaded (_fit_and_finish)
+            write_ids(run_dir, dataset)  # recommend, export and serve check the data against it
         trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
 
@@ -248,6 +249,8 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
         log(f"resuming {run_dir} after epoch {trainer.state.epoch}")
     elif resume:
         log(f"{run_dir} has no checkpoint yet: starting it again from epoch 1 with its config")
+    if resume and trainer.distributed.is_main:
+        write_ids(run_dir, dataset)  # the same ids (check_resume_data), or a first ids.json
     log(
         f"training {config.model} on {dataset.name}: {dataset.describe()}, "
         f"device {trainer.runtime.device} ({trainer.runtime.precision})"
