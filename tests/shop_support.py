@@ -34,9 +34,10 @@ def write_shop(folder: Path, *, items: int = 40, users: int = 60) -> Path:
     return folder
 
 
-def shop_run(folder: Path, *flags: str, model: str = "clcrec") -> Path:
-    """A one-epoch run on ``write_shop``'s data in ``folder/run`` (the data in ``folder/shop``)."""
-    data = write_shop(folder / "shop")
+def shop_run(folder: Path, *flags: str, model: str = "clcrec", data: Path | None = None) -> Path:
+    """A one-epoch run in ``folder/run`` on ``data``, by default ``write_shop``'s in
+    ``folder/shop``."""
+    data = data or write_shop(folder / "shop")
     run = folder / "run"
     epochs = ["--epochs", "1", "--num-neg", "4"] if model == "clcrec" else []
     argv = ["train", "--data", str(data), "--model", model, *epochs, "--quiet", *flags]
