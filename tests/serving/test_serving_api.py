@@ -275,3 +275,22 @@ def test_added_ids_have_the_catalogues_type_where_item_ids_are_text(tmp_path):
         assert len({row["item"] for row in rows}) == len(rows)
         assert {"art-99", "added-2", "7"} <= {row["item"] for row in rows}  # added, quoted
         assert client.get("/users/7/items").status_code == 404  # "7" is no customer here
+
+
+def test_an_added_id_is_checked_against_the_catalogues_id_type():
+    from coldbrew.serving.added_ids import MAX_ID, added_item_id
+    from coldbrew.serving.new_items import BadRequest
+
+    assert added_item_id(None, {0, 4, "x"}, False, 0) == 5  # after the largest integer taken
+    assert added_item_id(9, {0, 4}, False, 0) == 9
+    for wanted, taken, status in (("9", {0}, 422), (MAX_ID + 1, {0}, 422), (4, {4}, 409)):
+        with pytest.raises(BadRequest) as refused:
+            added_item_id(wanted, taken, False, 0)
+        assert refused.value.status == status
+    # text ids: added-N from the count of added items, past any taken; an integer is its text
+    assert added_item_id(None, {"a", "added-2", "added-3"}, True, 1) == "added-4"
+    assert added_item_id(-1, {"a"}, True, 0) == "-1"
+    for wanted, status in ((7, 409), ("", 422), ("x" * 201, 422), (True, 422)):
+        with pytest.raises(BadRequest) as refused:
+            added_item_id(wanted, {"7"}, True, 0)
+        assert refused.value.status == status
