@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from coldbrew.data.matrices import interactions_to_csr
 from coldbrew.data.tables.content import check_columns, item_content, shown
 from coldbrew.data.tables.ids import item_codes, item_index_of, sorted_ids, source_ids
+from coldbrew.data.tables.settings import check_roles
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
@@ -82,6 +83,8 @@ def dataset_fields(
     """
     _check_choice("missing_items", missing_items, MISSING_ITEMS)
     _check_choice("text_mode", text_mode, TEXT_MODES)
+    roles = {"user": user, "item": item, "rating": rating, "timestamp": timestamp}
+    check_roles({key: column for key, column in roles.items() if column}, name)
     notes = list(notes or [])
     where = _frame_names(sources)
     item_id = item_id or item
