@@ -150,6 +150,49 @@ def test_resume_keeps_the_runs_own_settings_and_refuses_out(tmp_path, capsys):
     assert "--resume cannot change seed" in capsys.readouterr().err
 
 
+def test_resume_on_data_whose_items_changed_is_one_line_and_leaves_the_run_as_it_was(
+    tmp_path, capsys
+):
+    from shop_support import shop_run, write_shop
+
+    run = shop_run(tmp_path)
+    before = {name: (run / name).read_bytes() for name in ("config.yaml", "ids.json")}
+    write_shop(tmp_path / "shop", items=45)  # five articles more, in the same folder
+    assert main(["train", "--resume", str(run), "--epochs", "3"]) == 2
+    error = capsys.readouterr().err
+    assert "trained on other items than the data now holds (5 new" in error
+    assert "train again on this data, or restore the data it had" in error
+    assert error.count("\n") == 1 and "size mismatch" not in error
+    assert {name: (run / name).read_bytes() for name in before} == before  # nothing rewritten
+    (run / "ids.json").unlink()  # a run from before ids.json: its checkpoint's shapes tell
+    assert main(["train", "--resume", str(run), "--epochs", "3"]) == 2
+    error = capsys.readouterr().err
+    assert f"cannot resume {run}: its checkpoint does not fit the data now at" in error
+    assert "restore the data it trained on" in error and "Traceback" not in error
+    assert not (run / "ids.json").exists()  # not the changed data's ids in the run's name
+
+
+def test_train_on_data_with_no_cold_split_says_so_and_how_to_get_one(tmp_path, capsys):
+    from shop_support import write_shop
+
+    data = write_shop(tmp_path / "shop")
+    argv = ["train", "--data", str(data), "--epochs", "1", "--num-neg", "4", "--out"]
+    assert main([*argv, str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "no validation: the last epoch is kept, nothing to score" in out
+    assert "shop has no cold split (no val/test files), so this run is not scored" in out
+    assert "--cold-split time:0.2" in out and "coldbrew leaderboard --folds 5" in out
+    assert main([*argv, str(tmp_path / "split"), "--cold-split", "time:0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "not scored" not in out and "cold" in out  # a cold split: scored as usual
+    (data / "events.csv").write_text((data / "events.csv").read_text().replace(",ts", ",t"))
+    (data / "coldbrew.yaml").write_text(
+        (data / "coldbrew.yaml").read_text().replace("timestamp: ts\n", "")
+    )
+    assert main([*argv, str(tmp_path / "untimed")]) == 0
+    assert "--cold-split random:0.2" in capsys.readouterr().out  # no times: drawn at random
+
+
 def test_a_non_finite_loss_is_reported_once(tmp_path, capsys):
     # a learning rate this large makes the loss overflow within the first epoch
     argv = ["train", "--data", "synthetic:small", "--lr", "1e30", "--num-neg", "8", "--epochs", "2"]

@@ -152,3 +152,41 @@ def test_evaluating_on_other_users_and_items_says_so_first(tmp_path, capsys):
         f"{run} was trained on 500 users and 300 items, synthetic:small,users=400 has 400 " in error
     )
     assert "so --data must have the same ones" in error
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["leaderboard", "--models", "ridge", "--seeds", "1"],
+        ["search", "--space", "space.yaml", "--trials", "1"],
+        ["tune"],
+    ],
+)
+def test_commands_that_train_and_score_refuse_no_data_as_train_does(tmp_path, capsys, argv):
+    """A board, a study or a tuned preset of generated data would look like the user's own."""
+    (tmp_path / "space.yaml").write_text("lr: {log_uniform: [0.001, 0.1]}\n")
+    argv = [part.replace("space.yaml", str(tmp_path / "space.yaml")) for part in argv]
+    out = tmp_path / ("x.yaml" if argv[0] == "tune" else "x")
+    assert main([*argv, "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "no --data given: name the data to train on" in error and error.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_measuring_command_on_generated_data_says_so(capsys):
+    assert main(["memory", "--device-memory", "1GB", "--json"]) == 0
+    assert "no --data given: measuring on generated data (synthetic)" in capsys.readouterr().err
+    argv = ["memory", "--device-memory", "1GB", "--json", "--data", "synthetic:small"]
+    assert main(argv) == 0
+    assert "no --data given" not in capsys.readouterr().err  # named: nothing to warn of
+
+
+def test_evaluate_on_data_with_no_cold_split_refuses_and_writes_nothing(tmp_path, capsys):
+    from shop_support import shop_run
+
+    run = shop_run(tmp_path)
+    assert main(["evaluate", "--run", str(run)]) == 2
+    error = capsys.readouterr().err
+    assert f"shop has no cold split to score (no val/test files, and {run} trained" in error
+    assert "(--data OTHER)" in error and "--cold-split time:0.2" in error
+    assert not (run / "evaluation.json").exists()

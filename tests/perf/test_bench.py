@@ -88,3 +88,11 @@ def test_bench_gives_negatives_only_to_the_models_that_draw_them(capsys):
 def test_bench_train_refuses_a_model_with_nothing_to_train(capsys, knn):
     assert main(["bench", "train", "--data", "synthetic:small", *knn]) == 2
     assert "knn has nothing to train: bench eval measures its scoring" in capsys.readouterr().err
+
+
+def test_bench_without_data_says_it_measures_generated_data(capsys):
+    argv = ["bench", "sample", "--num-neg", "4", "--seconds", "0.1", "--warmup", "0", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "no --data given: measuring on generated data (synthetic)" in captured.err
+    assert json.loads(captured.out)["dataset"] == "synthetic"

@@ -273,3 +273,53 @@ def test_a_user_id_holding_a_slash_is_found_when_sent_as_percent_2f():
     assert answer.json()["user"] == "a/b"
     missing = client.get("/users/a%2Fz/items")
     assert missing.status_code == 404 and "a/z" in missing.json()["error"]
+
+
+def test_added_ids_have_the_catalogues_type_where_item_ids_are_text(tmp_path):
+    """A shop's articles art-0.. and one "31": 31 is that item, art-99 a new one, and an item
+    sent without an id gets added-N; every id is text, so one list never holds 31 and "31"."""
+    from shop_support import shop_run
+
+    out = tmp_path / "export"
+    assert main(["export", "--run", str(shop_run(tmp_path)), "--out", str(out)]) == 0
+    with running_server(out) as (url, _), httpx.Client(base_url=url, timeout=30) as client:
+        blocks = client.get("/info").json()["new_items"]["feature_blocks"]
+        width = sum(block["width"] for block in blocks)
+        item = {"features": [1.0] + [0.0] * (width - 1), "add": True, "k": 3}
+        taken = client.post("/items/score", json={**item, "id": 31})
+        assert taken.status_code == 409, taken.text
+        error = taken.json()["error"]
+        assert error.startswith('item "31" is already in the catalogue (an integer id is read')
+        assert client.post("/items/score", json={**item, "id": "art-99"}).json()["item"] == "art-99"
+        again = client.post("/items/score", json={**item, "id": "art-99"})
+        assert again.status_code == 409 and "already in the catalogue" in again.json()["error"]
+        assert client.post("/items/score", json=item).json()["item"] == "added-2"
+        assert client.post("/items/score", json={**item, "id": 7}).json()["item"] == "7"
+        for bad, message in ((" x", "without surrounding spaces"), (2.0, "integer or a text")):
+            answer = client.post("/items/score", json={**item, "id": bad})
+            assert answer.status_code == 422 and message in answer.json()["error"]
+        answer = client.get("/users/c7/items", params={"k": 40})
+        rows = answer.json()["items"]
+        assert all(isinstance(row["item"], str) for row in rows)
+        assert len({row["item"] for row in rows}) == len(rows)
+        assert {"art-99", "added-2", "7"} <= {row["item"] for row in rows}  # added, quoted
+        assert client.get("/users/7/items").status_code == 404  # "7" is no customer here
+
+
+def test_an_added_id_is_checked_against_the_catalogues_id_type():
+    from coldbrew.serving.added_ids import MAX_ID, added_item_id
+    from coldbrew.serving.new_items import BadRequest
+
+    assert added_item_id(None, {0, 4, "x"}, False, 0) == 5  # after the largest integer taken
+    assert added_item_id(9, {0, 4}, False, 0) == 9
+    for wanted, taken, status in (("9", {0}, 422), (MAX_ID + 1, {0}, 422), (4, {4}, 409)):
+        with pytest.raises(BadRequest) as refused:
+            added_item_id(wanted, taken, False, 0)
+        assert refused.value.status == status
+    # text ids: added-N from the count of added items, past any taken; an integer is its text
+    assert added_item_id(None, {"a", "added-2", "added-3"}, True, 1) == "added-4"
+    assert added_item_id(-1, {"a"}, True, 0) == "-1"
+    for wanted, status in ((7, 409), ("", 422), ("x" * 201, 422), (True, 422)):
+        with pytest.raises(BadRequest) as refused:
+            added_item_id(wanted, {"7"}, True, 0)
+        assert refused.value.status == status

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from coldbrew.cli.options import add_command, add_layout_option
+from coldbrew.cli.options import add_command, add_layout_option, warn_synthetic
 from coldbrew.errors import ColdbrewError
 
 # bench's negatives per positive when not given: CLCRec's original 128, not each model's default
@@ -24,7 +24,11 @@ def add_parser(commands) -> None:
         "--against neighbor_loss=true,neighbor_negatives=0",
     )
     bench.add_argument("what", choices=["sample", "train", "eval"], help="the part to measure")
-    bench.add_argument("--data", default="synthetic", help="dataset directory or name")
+    bench.add_argument(
+        "--data",
+        default=None,
+        help="dataset directory or name (default: synthetic, with a warning)",
+    )
     add_layout_option(bench)
     bench.add_argument("--trust-pickle", action="store_true", help="allow pickled .npy files")
     bench.add_argument("--features", default=None, help="modalities to load (e.g. genre,text)")
@@ -135,8 +139,10 @@ def run(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         raise ColdbrewError(f"--warmup must be >= 0, not {args.warmup}")
     widths = feature_widths(args.feature_dims)
+    if args.data is None:
+        warn_synthetic({}, {})
     flags = {
-        "data": args.data,
+        "data": args.data or "synthetic",
         "layout": args.layout or None,
         "features": args.features,
         "trust_pickle": args.trust_pickle,

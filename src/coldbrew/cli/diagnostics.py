@@ -9,7 +9,13 @@ import os
 import time
 from pathlib import Path
 
-from coldbrew.cli.options import add_command, add_config_options, config_flags
+from coldbrew.cli.options import (
+    add_command,
+    add_config_options,
+    config_flags,
+    require_data,
+    warn_synthetic,
+)
 from coldbrew.errors import ColdbrewError
 
 EXAMPLES = {
@@ -133,7 +139,14 @@ def config_layers(args: argparse.Namespace) -> tuple[dict, dict]:
     from coldbrew.config import Flags, load_yaml
 
     preset = load_yaml(args.config) if args.config else {}
-    return preset, Flags(config_flags(args))
+    flags = config_flags(args)
+    if (
+        getattr(args, "command", None) == "tune"
+    ):  # its preset trains real runs: as train, it names its data
+        require_data(flags, preset)
+    else:
+        warn_synthetic(flags, preset)
+    return preset, Flags(flags)
 
 
 def doctor_report(args: argparse.Namespace, started: float) -> dict:

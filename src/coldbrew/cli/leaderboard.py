@@ -10,6 +10,7 @@ from coldbrew.cli.options import (
     add_config_options,
     add_objective_option,
     config_flags,
+    require_data,
 )
 from coldbrew.errors import ColdbrewError
 
@@ -137,9 +138,11 @@ def run_blend(args: argparse.Namespace) -> int:
 
     split, label = reported_split(results["metrics"])
     cold = results["metrics"].get(split, {}).get("cold", {})
-    value = cold.get("recall@20", float("nan"))
     how = "weights given" if weights else f"weights chosen on val, {args.objective} objective"
-    print(f"blend in {args.out}: {label} cold recall@20 {value:.4f} ({how})")
+    if "recall@20" not in cold:  # data with no cold split: nothing to score the blend on
+        print(f"blend in {args.out} ({how}): not scored, the data has no cold val items")
+        return 0
+    print(f"blend in {args.out}: {label} cold recall@20 {cold['recall@20']:.4f} ({how})")
     return 0
 
 
@@ -166,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     blends = parse_blends(args.blend or named.get("blend"), models)
     blend_objective = args.blend_objective or named.get("blend_objective") or "monitored"
     jobs = parse_jobs(args.jobs or named.get("jobs") or 1)
+    require_data(flags, preset)  # as train: a board on generated data looks like a real one
     base_layers = (preset, Flags(flags))
     quiet = bool(flags.get("quiet"))
     board = leaderboard(

@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 
 from coldbrew.config import ALIASES, FIELDS, IGNORED_ORIGINAL, TrainConfig
+from coldbrew.errors import ColdbrewError
 
 # the model a command line names (``--model lm``): its help lists that model's options alone
 _help_model: list[str | None] = [None]
@@ -213,6 +214,40 @@ def config_flags(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dic
     return {k: v for k, v in vars(args).items() if k in known and k not in exclude}
 
 
+# a run on generated data, trained because --data was forgotten, looked like a real one (its
+# only sign a line saying "training clcrec on synthetic"): a command that trains and scores
+# models (train, leaderboard, search, tune) names its data or refuses
+NO_DATA = (
+    "no --data given: name the data to train on, e.g. --data ml-100k, --data ml-1m-coldstart "
+    "or --data DIR (your own files: coldbrew data init); --data synthetic trains on generated "
+    "data to try coldbrew out"
+)
+
+
+def require_data(flags: dict, preset: dict) -> None:
+    """Refuse a command that would fall back to synthetic data: neither ``flags`` nor the
+    YAML ``preset`` names ``data``."""
+    from coldbrew.config import canonical_key
+
+    if "data" not in {canonical_key(str(key)) for key in [*flags, *preset]}:
+        raise ColdbrewError(NO_DATA)
+
+
+def warn_synthetic(flags: dict, preset: dict) -> None:
+    """A measuring command (bench, profile, memory) with no data named runs on generated data:
+    say so, as its figures are not those of the user's data."""
+    import warnings
+
+    from coldbrew.config import canonical_key
+
+    if "data" not in {canonical_key(str(key)) for key in [*flags, *preset]}:
+        warnings.warn(
+            "no --data given: measuring on generated data (synthetic); give --data DIR or a "
+            "dataset name to measure yours",
+            stacklevel=2,
+        )
+
+
 def add_command(
     commands, name: str, help_text: str, description: str, **options
 ) -> argparse.ArgumentParser:
@@ -276,7 +311,6 @@ def other_data_layout(args: argparse.Namespace) -> dict | None:
     """The ``--layout`` flags, checked, or None; refused without ``--data`` (the run's own
     data is read as it was trained)."""
     from coldbrew.data.tables.settings import parse_layout_flags
-    from coldbrew.errors import ColdbrewError
 
     if not args.layout:
         return None

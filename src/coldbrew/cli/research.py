@@ -10,6 +10,7 @@ from coldbrew.cli.options import (
     add_config_options,
     add_objective_option,
     config_flags,
+    require_data,
 )
 from coldbrew.errors import ColdbrewError
 
@@ -214,7 +215,9 @@ def run_search(args: argparse.Namespace) -> int:
     shared = {"study_name": args.study_name, "heartbeat": args.heartbeat}
     if args.storage is None and any(value is not None for value in shared.values()):
         raise ColdbrewError("--study-name and --heartbeat go with --storage URL")
-    base_layers = (load_yaml(args.config) if args.config else {}, Flags(flags))
+    preset = load_yaml(args.config) if args.config else {}
+    require_data(flags, preset)  # as train: a study on generated data looks like a real one
+    base_layers = (preset, Flags(flags))
     space = load_space(args.space, base_layers)
     result = search(
         base_layers,
@@ -246,8 +249,18 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from coldbrew.research.boards.compare import compare_table, format_table
+    import warnings
+
+    from coldbrew.research.boards.compare import compare_table, format_table, unscored_runs
 
     header, rows = compare_table(args.runs, args.metric)
     print(format_table(header, rows, markdown=args.markdown))
+    unscored = unscored_runs(args.runs)
+    if unscored:
+        warnings.warn(
+            f"{', '.join(unscored)} scored nothing: trained on data with no cold split, so "
+            "their metric columns are empty; train with --cold-split time:0.2, or compare "
+            "models with coldbrew leaderboard --folds 5",
+            stacklevel=1,
+        )
     return 0

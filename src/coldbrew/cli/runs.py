@@ -15,6 +15,7 @@ from coldbrew.cli.options import (
     config_flags,
     other_data_layout,
     percent,
+    require_data,
 )
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
 from coldbrew.errors import ColdbrewError
@@ -211,7 +212,7 @@ def print_metrics_table(metrics: dict) -> None:
 
 
 def train_config(args: argparse.Namespace):
-    from coldbrew.config import Flags, canonical_key, check_usable_options, load_yaml, make_config
+    from coldbrew.config import Flags, check_usable_options, load_yaml, make_config
     from coldbrew.training.run import resume_config
 
     if args.resume and args.out:
@@ -224,18 +225,8 @@ def train_config(args: argparse.Namespace):
         return config
     config = make_config(preset, Flags(flags))
     check_usable_options(config, flags)
-    if "data" not in {canonical_key(str(key)) for key in [*flags, *preset]}:
-        raise ColdbrewError(NO_DATA)
+    require_data(flags, preset)
     return config
-
-
-# a run on generated data, trained because --data was forgotten, looked like a real one (its
-# only sign a line saying "training clcrec on synthetic"): train names its data or refuses
-NO_DATA = (
-    "no --data given: name the data to train on, e.g. --data ml-100k, --data ml-1m-coldstart "
-    "or --data DIR (your own files: coldbrew data init); --data synthetic trains on generated "
-    "data to try coldbrew out"
-)
 
 
 # the options that let a finished run train on (resume_config allows each to change)

@@ -32,7 +32,10 @@ def seed_option(default: int, help: str) -> Any:
 class TrainConfig:
     # data
     data: str = option(
-        "synthetic", "dataset directory or name (ml-100k, ml-1m-coldstart, synthetic)"
+        "synthetic",
+        "dataset directory or name (ml-100k, ml-1m-coldstart, synthetic); train, leaderboard, "
+        "search and tune need it (default: synthetic for bench, profile and memory, with a "
+        "warning)",
     )
     features: list[str] | None = option(None, "modalities to load, e.g. genre,text (default: all)")
     text_encoder: TextEncoder = option(

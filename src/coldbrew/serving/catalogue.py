@@ -24,6 +24,7 @@ from coldbrew.evaluation.topk import tie_keys, tie_shifts
 from coldbrew.new_item import UserBaseline, flat_list, one_list_for_all
 from coldbrew.recommend import has_text_ids, key_order, source_id, top_by_score_then_key
 from coldbrew.registry import MODELS
+from coldbrew.serving.added_ids import added_item_id
 from coldbrew.serving.export_format import Vectors
 
 # the depth reader is renamed: load_catalogue's search_depth parameter would shadow it
@@ -41,7 +42,6 @@ from coldbrew.serving.ranking import (
 )
 
 MAX_K = 10_000  # the longest list one request may ask for
-MAX_ID = 2**63 - 1  # ids are the export's int64
 TOP_CACHED = 100  # each user's best items kept at load: k <= 100 reads them
 CACHE_SCORES = 1 << 27  # ... scored exactly when users x items is at most this many scores
 # ... searched in the index when there are at most this many users: an HNSW search of 1M items
@@ -51,7 +51,7 @@ CACHE_INDEXED_USERS = 50_000
 
 @dataclass
 class AddedItem:
-    id: int
+    id: int | str  # of the catalogue's id type
     text: str | None
     features: list | None
     vector: torch.Tensor  # (D,)
@@ -72,6 +72,7 @@ class Catalogue:
         # the data's own ids: int, or str where they are text (coldbrew.data.tables.frames)
         self.user_row = {u: row for row, u in enumerate(self.vectors.user_ids.tolist())}
         self.text_user_ids = has_text_ids(self.vectors.user_ids)
+        self.text_item_ids = has_text_ids(self.vectors.item_ids)
         self.item_ids = self.vectors.item_ids.tolist()
         self.known_items = set(self.item_ids)
         cold = np.zeros(len(self.item_ids), dtype=bool)
@@ -252,41 +253,34 @@ class Catalogue:
         return answer, [flat_list(scores, lift)] if flat_list(scores, lift) else []
 
     def add(
-        self, vector: torch.Tensor, text: str | None, features: list | None, item_id: int | None
-    ) -> int:
+        self,
+        vector: torch.Tensor,
+        text: str | None,
+        features: list | None,
+        item_id: int | str | None,
+    ) -> int | str:
         with self.add_lock:
             item_id = self.new_id(item_id)
             self.added.append(AddedItem(item_id, text, features, vector))
             self.added_vectors = torch.cat([self.added_vectors, vector[None]])  # (A + 1, D)
             return item_id
 
-    def new_id(self, item_id: int | None) -> int:
-        """The id an added item gets: ``item_id``, or the next after the largest taken; a 409
-        when it is taken or no next id fits the export's int64 ids."""
+    def new_id(self, item_id: int | str | None) -> int | str:
+        """The id an added item gets: ``item_id`` as the catalogue's ids are typed, or a fresh
+        one (``coldbrew.serving.added_ids``); a 409 when it is taken."""
         taken = self.known_items | {item.id for item in self.added}
-        if item_id is None:
-            item_id = max((t for t in taken if isinstance(t, int)), default=-1) + 1
-            if item_id > MAX_ID:
-                raise BadRequest(
-                    f"no automatic id is left: the largest id taken is {MAX_ID} (int64's "
-                    'largest); give the new item an unused "id"',
-                    409,
-                )
-        elif item_id in taken:
-            raise BadRequest(f"item {item_id} is already in the catalogue", 409)
-        return item_id
+        return added_item_id(item_id, taken, self.text_item_ids, len(self.added))
 
-    def readd(self, items: list[AddedItem]) -> list[int]:
+    def readd(self, items: list[AddedItem]) -> list[int | str]:
         """Items added to an older catalogue, encoded again by this one's model; the ids of
-        those it cannot encode (they are dropped)."""
+        those it cannot encode, or whose id it now holds or cannot take (they are dropped)."""
         dropped = []
         for item in items:
             try:
                 vector = self.new_item_vector(item.text, item.features)
+                self.add(vector, item.text, item.features, item.id)
             except BadRequest:
                 dropped.append(item.id)
-                continue
-            self.add(vector, item.text, item.features, item.id)
         return dropped
 
     def summary(self) -> dict:

@@ -86,13 +86,13 @@ def item_fields(
     return rows
 
 
-def added_fields(item: int, text: str | None, with_text: bool) -> Fields:
+def added_fields(item: int | str, text: str | None, with_text: bool) -> Fields:
     rest = '"cold": true, "added": true'
     if text is not None:
         rest += f', "title": {json.dumps(short_title(text))}'
         if with_text:
             rest += f', "text": {json.dumps(text)}'
-    return f'"item": {item}', rest
+    return f'"item": {json.dumps(item)}', rest  # a text id is quoted, as a catalogue's is
 
 
 def render_items(user: int | str, values: np.ndarray, rows: np.ndarray, fields: ItemFields) -> str:

@@ -1,6 +1,7 @@
 """What ``coldbrew serve``'s requests may hold, checked strictly: the new item's body
-(``NewItem``: unknown fields, strings, booleans or floats for integers, ids outside int64 and
-an id without ``add`` refused), the path's user and the query's ``k`` (digits only),
+(``NewItem``: unknown fields, strings, booleans or floats for integers, an id that is neither
+integer nor text or comes without ``add`` refused; its type against the catalogue's in
+``coldbrew.serving.added_ids``), the path's user and the query's ``k`` (digits only),
 ``fields``, and no query parameter a route does not take. Each refusal is a ``BadRequest``
 with one line saying what is wrong."""
 
@@ -13,7 +14,6 @@ import re
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coldbrew.serving.catalogue import MAX_ID
 from coldbrew.serving.new_items import BadRequest
 
 MAX_BODY_BYTES = 1 << 20
@@ -28,11 +28,11 @@ class NewItem(BaseModel):
     features: list[float] | None = Field(None, description="feature blocks, concatenated")
     k: int = Field(100, description="how many users to list")
     add: bool = Field(False, description="join the served catalogue")
-    id: int | None = Field(
+    id: int | str | None = Field(
         None,
-        ge=0,
-        le=MAX_ID,
-        description="its id when added (only with add: true; default: the next free id)",
+        description="its id when added (only with add: true), of the catalogue's id type: an "
+        "integer from 0 to 2^63 - 1, or text where item ids are text (an integer is then read "
+        "as its text); default: the one after the largest integer id, or added-N for text ids",
     )
 
 
@@ -47,7 +47,13 @@ def parse_k(value: str) -> int:
 
 ITEM_FIELDS = ("text",)  # what ?fields= may add to an item's rank, id, score, cold and title
 ITEMS_PARAMETERS = [
-    {"name": "user", "in": "path", "required": True, "schema": {"type": "integer"}},
+    {
+        "name": "user",
+        "in": "path",
+        "required": True,
+        "description": "the data's user id: an integer, or text where the data's ids are text",
+        "schema": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+    },
     {
         "name": "k",
         "in": "query",
@@ -141,10 +147,10 @@ def describe_validation(errors) -> str:
     where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     kind, given = first.get("type"), shown(first.get("input"))
+    if where.startswith("id."):  # neither branch of int | str: a float, a boolean, a list
+        return f"id must be an integer or a text (as the catalogue's item ids are), not {given}"
     if kind == "int_type":
         return f"{where} must be an integer, not {given}{more}"
-    if where == "id" and kind in ("greater_than_equal", "less_than_equal"):
-        return f"id must be an integer from 0 to {MAX_ID} (ids are int64), not {given}{more}"
     return f"{where or 'request'}: {first.get('msg')}{more}"
 
 

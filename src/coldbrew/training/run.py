@@ -28,7 +28,8 @@ from coldbrew.training.checkpoint import BEST, LAST, RunLock, atomic_write, load
 from coldbrew.training.distributed import Distributed
 from coldbrew.training.hooks import RunHook, as_hooks
 from coldbrew.training.run_dir import absolute_data, check_new_run_dir, check_out_dir
-from coldbrew.training.run_ids import write_ids
+from coldbrew.training.run_ids import check_ids, write_ids
+from coldbrew.training.run_layout import check_run_layout
 from coldbrew.training.trainer import NonFiniteLoss, Trainer
 
 RESULTS = "results.json"
@@ -169,6 +170,8 @@ def _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed) 
     dataset = (
         select_and_report(dataset, config) if dataset is not None else load_run_dataset(config)
     )
+    if resume and distributed.is_main:
+        check_resume_data(run_dir, dataset, config)  # before config.yaml and ids.json are rewritten
     if config.auto_batch_size:
         resolve_auto_batch(config, dataset, distributed)
     options = {"hooks": hooks, "distributed": distributed}
@@ -184,6 +187,16 @@ def _load_build_and_train(config, dataset, run_dir, resume, hooks, distributed) 
         return _train_locked(trainer, dataset, run_dir, resume)
 
 
+def check_resume_data(run_dir: Path, dataset: Dataset, config: TrainConfig) -> None:
+    """Refuse to resume RUN_DIR on data whose users, items or feature blocks are not the ones
+    it trained on (its checkpoint would not fit), as ``evaluate`` and ``recommend`` do."""
+    from coldbrew.registry import model_spec
+
+    check_ids(run_dir, dataset)
+    if hasattr(dataset, "feature_layout") and "features" not in model_spec(config.model).ignores:
+        check_run_layout(run_dir, dataset)
+
+
 def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: bool) -> dict:
     config = trainer.config
     with open(run_dir / "train.log", "a") as log_file:
@@ -197,7 +210,8 @@ def _train_locked(trainer: Trainer, dataset: Dataset, run_dir: Path, resume: boo
         trainer.run_dir, trainer.log = run_dir, log
         text = config_yaml(config) + layout_comment(dataset)
         write_text(text, run_dir / CONFIG)  # on resume: new epochs, device ...
-        write_ids(run_dir, dataset)  # recommend, export and serve check the data against it
+        if not resume:  # a resumed run's, once its checkpoint has loaded (_fit_and_finish)
+            write_ids(run_dir, dataset)  # recommend, export and serve check the data against it
         trainer.distributed.barrier()  # the other ranks may start
         return _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file)
 
@@ -223,10 +237,20 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
     for note in config.notes:
         log(f"note: {note}")
     if resume and (run_dir / LAST).exists():
-        trainer.resume(run_dir / LAST)
+        try:
+            trainer.resume(run_dir / LAST)
+        except RuntimeError as error:  # a run from before ids.json, on data of other sizes
+            last = str(error).strip().splitlines()[-1].strip().rstrip(".")
+            raise ColdbrewError(
+                f"cannot resume {run_dir}: its checkpoint does not fit the data now at "
+                f"{config.data} ({last}); restore the data it trained on, or train a new run "
+                "with --out"
+            ) from None
         log(f"resuming {run_dir} after epoch {trainer.state.epoch}")
     elif resume:
         log(f"{run_dir} has no checkpoint yet: starting it again from epoch 1 with its config")
+    if resume and trainer.distributed.is_main:
+        write_ids(run_dir, dataset)  # the same ids (check_resume_data), or a first ids.json
     log(
         f"training {config.model} on {dataset.name}: {dataset.describe()}, "
         f"device {trainer.runtime.device} ({trainer.runtime.precision})"
@@ -241,6 +265,8 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
             log_file.write(f"{error}\n")  # the caller shows the error once; the log keeps it
     started = time.perf_counter()
     metrics = final_metrics(trainer, run_dir)
+    if not metrics and hasattr(dataset, "feature_layout"):
+        log(f"note: {unscored_note(dataset, config)}")
     results = None
     if trainer.distributed.is_main:
         # the epochs of every session (checkpointed) and this session's final evaluation, so a
@@ -251,6 +277,17 @@ def _fit_and_finish(trainer, dataset, run_dir, resume, log, log_file) -> dict:
     if failure is not None:
         raise failure
     return results
+
+
+def unscored_note(dataset: Dataset, config: TrainConfig) -> str:
+    """Why a recommendation run has no metrics (its data has no cold split), and what gives
+    one: a board's final run is reported by its folds; a plain run needs a cold split."""
+    from coldbrew.data.splits.cold_split import cold_split_hint
+
+    cause = f"{dataset.name} has no cold split (no val/test files), so this run is not scored"
+    if config.folds:
+        return f"{cause}: its folds' runs (--fold 0 to {config.folds - 1}) score the model"
+    return f"{cause}; {cold_split_hint(dataset)}"
 
 
 def resume_config(run_dir: Path | str, *overrides: dict) -> TrainConfig:

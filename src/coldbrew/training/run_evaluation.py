@@ -146,6 +146,26 @@ def trained_identity(run_dir: Path, saved: dict) -> str | None:
         return None
 
 
+def wanted_splits(available: tuple, splits, dataset, run_dir: Path) -> tuple:
+    """The splits to score: ``splits`` (default: every split the data has), each one the data
+    has; data with none at all (no cold split) is refused, saying how to get one."""
+    if not available:
+        from coldbrew.data.splits.cold_split import cold_split_hint
+
+        raise DataError(
+            f"{dataset.name} has no cold split to score (no val/test files, and {run_dir} trained on "
+            f"every item): evaluate on data that has one (--data OTHER), or "
+            f"{cold_split_hint(dataset)}"
+        )
+    wanted = tuple(splits) if splits else available
+    missing = [split for split in wanted if split not in available]
+    if missing:
+        raise ColdbrewError(
+            f"{dataset.name} has no {' or '.join(missing)} split (it has: {', '.join(available)})"
+        )
+    return wanted
+
+
 def evaluate_run(
     run_dir: Path | str,
     *,
@@ -197,13 +217,7 @@ def evaluate_run(
         config.cold_candidates = cold_candidates
     spec = model_spec(config.model)
     task = build_task(spec.task, dataset, config, target)
-    available = task.splits()
-    wanted = tuple(splits) if splits else available
-    missing = [split for split in wanted if split not in available]
-    if missing:
-        raise ColdbrewError(
-            f"{dataset.name} has no {' or '.join(missing)} split (it has: {', '.join(available) or 'none'})"
-        )
+    wanted = wanted_splits(task.splits(), splits, dataset, run_dir)
     configure_process(target)
     started = time.perf_counter()
     metrics = task.evaluate_splits(

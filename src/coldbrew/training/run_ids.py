@@ -1,7 +1,8 @@
 """The data's own ids, stored with a run: ``RUN_DIR/ids.json`` maps each internal row to the id
 the data gave it (``{"users": [...], "items": [...]}``, integers or text as read).
 
-A run is reloaded by rebuilding its data (``recommend``, ``evaluate``, ``export``, ``serve``);
+A run is reloaded by rebuilding its data (``recommend``, ``evaluate``, ``export``, ``serve``,
+``train --resume``);
 ``check_ids`` compares the rebuilt ids with the stored ones, so data that changed since training
 (an item added, a user removed, ids renamed) is refused by name instead of the run's rows
 silently naming other users and items.

@@ -87,6 +87,16 @@ def show_progress(config: TrainConfig) -> bool:
     return not config.quiet and sys.stderr.isatty()
 
 
+def keeping_last(splits: tuple[str, ...]) -> str:
+    """An epoch line's words when no validation chooses: the last epoch is kept, and what is
+    scored once training ends (a board's final run scores report and test; data with no cold
+    split, nothing)."""
+    after = [split for split in splits if split in ("report", "test")]
+    if after:
+        return f"nothing chooses: the last epoch is kept, {' and '.join(after)} scored after"
+    return "no validation: the last epoch is kept, nothing to score"
+
+
 class Trainer:
     """Trains ``model`` on ``task``; checkpoints into ``run_dir`` when one is given."""
 
@@ -419,7 +429,7 @@ class Trainer:
             for section, values in metrics.items()
             for name in dict.fromkeys((monitor.metric, *monitor.shown))
             if name in values
-        ] or ([] if self.chooses else ["no validation: the last epoch is kept"])
+        ] or ([] if self.chooses else [keeping_last(self.task.splits())])
         rate = self.state.samples_seen / max(self.state.train_seconds, 1e-9)
         mark = " *" if improved else ""
         if not self.trains:  # ridge, knn ...: no training step, so no samples/s to show

@@ -26,6 +26,18 @@ CASES = {
         {"coldbrew.yaml": SPEC.replace("[year]", "5")},
         "numeric must be a list",
     ),
+    "yaml one column two roles": (
+        {"coldbrew.yaml": SPEC + "user: item\nitem: item\n"},
+        "column 'item' is named for both user and item: each of user, item, rating, timestamp",
+    ),
+    "yaml a role's default taken": (
+        {"coldbrew.yaml": SPEC + "user: item\n"},
+        "column 'item' is named for both user and item (item's default)",
+    ),
+    "yaml rating is the time": (
+        {"coldbrew.yaml": SPEC.replace("rating: stars", "rating: ts")},
+        "column 'ts' is named for both rating and timestamp",
+    ),
     "yaml min_rating text": ({"coldbrew.yaml": SPEC + "min_rating: high\n"}, "min_rating must"),
     "yaml missing_items": ({"coldbrew.yaml": SPEC + "missing_items: skip\n"}, "error or drop"),
     "file missing": ({"events.csv": None}, "events.csv: file not found"),
@@ -142,3 +154,14 @@ def test_mixed_or_odd_id_types_in_frames_are_refused(interactions, items, messag
     items = pd.DataFrame(items) if items else None
     with pytest.raises(DataError, match=message):
         Dataset.from_frames(pd.DataFrame(interactions), items)
+
+
+def test_one_column_for_two_roles_is_refused_from_flags_and_frames(tmp_path, capsys):
+    """``--layout`` over the file, and ``Dataset.from_frames``, are held to one role a column."""
+    write(tmp_path, {})
+    assert main(["data", "info", str(tmp_path), "--layout", "timestamp=stars"]) == 2
+    assert "column 'stars' is named for both rating and timestamp" in capsys.readouterr().err
+    frame = pd.DataFrame({"user": ["ann", "bob"], "item": ["a", "b"]})
+    with pytest.raises(DataError, match="column 'item' is named for both user and item"):
+        Dataset.from_frames(frame, user="item")
+    assert Dataset.from_frames(frame).num_users == 2  # distinct columns load

@@ -227,3 +227,19 @@ def test_compare_says_what_a_folder_of_seed_runs_is_and_cuda_is_checked_first(
         monkeypatch.setattr(blend_module, "choose_weights", lambda *a, **k: 1 / 0)
         with pytest.raises(ColdbrewError, match="CUDA is not available"):
             blend(two_runs, tmp_path / "cuda", overrides={"device": "cuda"}, log=quiet)
+
+
+def test_a_blend_on_data_with_no_cold_split_says_it_is_not_scored(tmp_path, capsys):
+    from shop_support import shop_run
+
+    first = shop_run(tmp_path / "clcrec")
+    runs = [first, shop_run(tmp_path / "knn", model="knn", data=tmp_path / "clcrec" / "shop")]
+    given = ",".join(str(run) for run in runs)
+    assert main(["blend", "--runs", given, "--out", str(tmp_path / "chosen"), "--quiet"]) == 2
+    error = capsys.readouterr().err
+    assert "has no cold val users: nothing to choose weights on; give --weights" in error
+    assert not (tmp_path / "chosen").exists()
+    argv = ["blend", "--runs", given, "--weights", "1,1", "--out", str(tmp_path / "given")]
+    assert main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "not scored, the data has no cold val items" in out and "nan" not in out

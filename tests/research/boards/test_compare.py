@@ -105,3 +105,17 @@ def test_runs_with_a_report_half_are_compared_on_it(tmp_path):
         "report/cold/recall@20", "report/cold/ndcg@20", "test/cold/recall@20", "test/cold/ndcg@20",
     ]  # fmt: skip
     assert rows[0][4:8] == ["0.1100", "0.0500", "0.0900", "0.0400"]
+
+
+def test_runs_on_data_with_no_cold_split_are_compared_with_a_warning(tmp_path, capsys):
+    """Their metric columns are empty: a warning says why and how to get scores."""
+    for name, metrics in (("scored", {"val": {"cold": {"recall@20": 0.1}}}), ("unscored", {})):
+        (tmp_path / name).mkdir()
+        results = {**single_run(1, 0.001, 0.1, 2), "metrics": metrics}
+        (tmp_path / name / "results.json").write_text(json.dumps(results))
+    runs = [str(tmp_path / "scored"), str(tmp_path / "unscored")]
+    assert main(["compare", *runs]) == 0
+    captured = capsys.readouterr()
+    assert f"{runs[1]} scored nothing: trained on data with no cold split" in captured.err
+    assert runs[0] not in captured.err and "--cold-split time:0.2" in captured.err
+    assert runs[1] in captured.out  # the table still lists its settings

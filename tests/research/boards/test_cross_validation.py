@@ -123,7 +123,9 @@ def test_an_earlier_models_folds_are_checked_not_its_final_epochs(board, tmp_pat
 def test_the_final_runs_epoch_lines_say_nothing_chooses(board):
     out, _ = board
     log = (out / "clcrec" / "seed-1" / "train.log").read_text()
-    assert "no validation: the last epoch is kept" in log
+    # validation reports here, after training: not "no validation"
+    assert "nothing chooses: the last epoch is kept, report and test scored after" in log
+    assert "no validation" not in log and "not scored" not in log
 
 
 def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
@@ -153,5 +155,9 @@ def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
     assert row["metrics"] == {}  # nothing was held out of the final runs: no report
     assert "no report scores to plot" in " ".join(lines)  # nor a bar chart of nothing
     assert not (tmp_path / "board" / "leaderboard.png").exists()
+    log = (tmp_path / "board" / "ridge" / "seed-1" / "train.log").read_text()
+    assert "no validation: the last epoch is kept, nothing to score" in log
+    assert "so this run is not scored: its folds' runs (--fold 0 to 1) score the model" in log
+    assert not list((tmp_path / "board" / "ridge" / "seed-1").glob("evaluation*.json"))
     final = json.loads((tmp_path / "board" / "ridge" / "seed-1" / "results.json").read_text())
     assert final["dataset"]["train_interactions"] == len(pairs)

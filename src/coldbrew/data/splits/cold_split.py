@@ -159,3 +159,13 @@ def _columns(matrix, keep):
     out = sp.csr_matrix((coo.data[inside], (coo.row[inside], coo.col[inside])), shape=matrix.shape)
     out.sort_indices()
     return out
+
+
+def cold_split_hint(dataset) -> str:
+    """How to score a run on data with no cold split: train with ``--cold-split`` (``time``
+    when the data has timestamps, else ``random``) or compare models on folds."""
+    kind = "random" if getattr(dataset, "item_first_seen", None) is None else "time"
+    return (
+        f"train with --cold-split {kind}:0.2 to hold out a fifth of the items as cold, or "
+        "compare models with coldbrew leaderboard --folds 5"
+    )

@@ -42,6 +42,7 @@ from coldbrew.data.tables.ids import (
     source_ids,
     unique_items,
 )
+from coldbrew.data.tables.settings import check_roles
 from coldbrew.errors import DataError
 
 MISSING_ITEMS = ("error", "drop")
@@ -88,8 +89,7 @@ def dataset_fields(
     picks blocks by name (default: all); ``text_vectors=False`` leaves the text block out.
     ``sources`` names each frame's file for messages. ``options``: the text encoder's.
     """
-    _check_choice("missing_items", missing_items, MISSING_ITEMS)
-    _check_choice("text_mode", text_mode, TEXT_MODES)
+    _check_settings(name, missing_items, text_mode, (user, item, rating, timestamp))
     notes, where = list(notes or []), _frame_names(sources)
     item_id = item_id or item
     read = _read_interactions(
@@ -129,6 +129,14 @@ def dataset_fields(
         feature_columns=content.columns,
         **read.fields(timestamp, where, notes),
     )
+
+
+def _check_settings(name, missing_items, text_mode, columns) -> None:
+    """The choices known, and each role (user, item, rating, timestamp) its own column."""
+    _check_choice("missing_items", missing_items, MISSING_ITEMS)
+    _check_choice("text_mode", text_mode, TEXT_MODES)
+    roles = dict(zip(("user", "item", "rating", "timestamp"), columns, strict=True))
+    check_roles({key: column for key, column in roles.items() if column}, name)
 
 
 def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -54,6 +54,7 @@ from coldbrew.data.tables.settings import (
     READ_KEYS,
     SPEC_FILE,
     check_layout,
+    check_roles,
     merge_layout,
 )
 from coldbrew.data.tables.text_tables import (
@@ -82,6 +83,7 @@ def read_spec(path: Path, layout: dict | None = None) -> dict:
     spec = merge_layout(check_layout(_load_yaml(path), path) if path.is_file() else {}, given)
     if "interactions" not in spec:
         raise DataError(f"{path}: name the interactions file (interactions: FILE)")
+    check_roles(spec, path if path.is_file() else "--layout")
     return spec
 
 

@@ -150,3 +150,26 @@ def not_own_tables(name: str) -> DataError:
         f"{name} is not your own tables (no {SPEC_FILE}, no --layout interactions=FILE): layout "
         f"flags apply only to those; name your files ({FLAG_EXAMPLE}) or leave --layout out"
     )
+
+
+ROLE_KEYS = ("user", "item", "rating", "timestamp")  # the interactions' columns, one role each
+ROLE_DEFAULTS = {"user": "user", "item": "item"}
+
+
+def check_roles(spec: Mapping[str, Any], where: str | Path) -> None:
+    """Refuse one interactions column named for two roles (``user: item`` beside ``item:
+    item`` would make every item its own user); ``user`` and ``item`` count their defaults."""
+    roles: dict[str, str] = {}
+    for key in ROLE_KEYS:
+        column = spec.get(key) or ROLE_DEFAULTS.get(key)
+        if column is None:
+            continue
+        if column in roles:
+            defaults = [role for role in (roles[column], key) if role not in spec]
+            default = f" ({defaults[0]}'s default)" if defaults else ""
+            raise DataError(
+                f"{where}: column {column!r} is named for both {roles[column]} and {key}"
+                f"{default}: each of {', '.join(ROLE_KEYS)} needs a column of its own; name "
+                "the right one for each"
+            )
+        roles[column] = key

@@ -56,7 +56,12 @@ def val_cold(dataset, vectors, cold_candidates: str) -> dict[str, float]:
         cold_signal=True,
     )
     if "cold" not in metrics:
-        raise ColdbrewError(f"{dataset.name} has no cold val users: nothing to choose weights on")
+        from coldbrew.data.splits.cold_split import cold_split_hint
+
+        raise ColdbrewError(
+            f"{dataset.name} has no cold val users: nothing to choose weights on; give "
+            f"--weights, or {cold_split_hint(dataset)}"
+        )
     return metrics["cold"]
 
 

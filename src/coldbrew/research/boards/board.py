@@ -54,6 +54,8 @@ def convention_metrics(seed_run: Path, convention: str, load_data=None) -> dict:
     ``load_data(config)``: its data from a cache shared by the board's runs."""
     from coldbrew.training.run_evaluation import evaluate_run
 
+    if not json.loads((seed_run / "results.json").read_text()).get("metrics"):
+        return {}  # data with no cold split: nothing to score (evaluate_run refuses it)
     path = seed_run / f"evaluation-{convention}.json"
     if path.exists():
         saved = json.loads(path.read_text())

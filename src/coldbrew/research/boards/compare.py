@@ -176,6 +176,14 @@ def compare_table(
     return header, rows
 
 
+def unscored_runs(run_dirs: Sequence[Path | str]) -> list[str]:
+    """The runs among ``run_dirs`` with no metric at all: trained on data with no cold split
+    (no val/test files, no ``--cold-split``), or a board's final runs on such data."""
+    return [
+        str(run_dir) for run_dir in run_dirs if not summary_of(load_results(run_dir)).get("metrics")
+    ]
+
+
 def format_table(
     header: Sequence[str], rows: Sequence[Sequence[str]], *, markdown: bool = False
 ) -> str:
