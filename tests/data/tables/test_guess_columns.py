@@ -144,13 +144,19 @@ def test_a_folder_is_read_as_its_table_files_and_a_file_named_twice_once(tmp_pat
     assert main(["data", "init", str(folder / "broken.csv"), "--force"]) == 2  # named: refused
 
 
-def test_interactions_naming_items_the_table_lacks_are_counted_at_init(tmp_path):
+def test_interactions_naming_items_the_table_lacks_are_counted_and_a_few_dropped(tmp_path):
     folder = write(tmp_path / "d", {"log.csv": LOG + "u0,zz\nu1,zz\n", "cat.csv": CATALOGUE})
-    _, lines = guess([folder])
+    spec, lines = guess([folder])
     assert (
-        "log.csv: 2 interaction(s) (14%) name 1 item(s) cat.csv lacks: loading refuses them; "
-        "set missing_items: drop to drop them"
+        "log.csv: 2 interaction(s) (14%) name 1 item(s) cat.csv lacks: missing_items: drop "
+        "(delete the line to refuse them instead)"
     ) in lines
+    assert spec["missing_items"] == "drop"
+    unknown = "".join(f"u{n % 3},z{n}\n" for n in range(40))  # most rows: the wrong table
+    folder = write(tmp_path / "e", {"log.csv": LOG + unknown, "cat.csv": CATALOGUE})
+    spec, lines = guess([folder])
+    assert "missing_items" not in spec
+    assert any("loading refuses them; is cat.csv the right items table?" in line for line in lines)
 
 
 def test_without_names_the_first_of_two_keyed_columns_is_the_user(tmp_path):

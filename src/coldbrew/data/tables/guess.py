@@ -46,6 +46,7 @@ ITEM = re.compile(
 )
 RATING = re.compile(r"rating|score|stars|weight|count|value|clicks|plays", re.I)
 TIME = re.compile(r"time|date|^ts$|created|when|day", re.I)
+MAX_MISSING_SHARE = 0.5  # of interactions naming unknown items: more, and the table is wrong
 MIN_VECTOR_WIDTH = 8
 MIN_MATCH = 0.05  # share of a column's distinct ids another table's id column must hold
 TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".psv", ".txt", *JSON_LINES, *PARQUET)
@@ -266,7 +267,7 @@ def _place(table: Table, train: Table, spec: dict, lines: list[str]) -> None:
         spec["item_id"] = id_column
     lines.append(f"{table.name}: {key} keyed by {id_column!r} (one row per id)")
     if key == "items":
-        _note_missing(table, id_column, train, item, lines)
+        _note_missing(table, id_column, train, item, spec, lines)
         lines += _content(table, id_column, spec)
 
 
@@ -293,19 +294,25 @@ def _cold_file(table: Table, train: Table, spec: dict, lines: list[str]) -> None
     lines.append(f"{table.name}: your own cold {split} interactions (new items only)")
 
 
-def _note_missing(items: Table, id_column: str, train: Table, item: str, lines) -> None:
-    """Say how many interactions name items the table lacks; loading refuses them until
-    ``missing_items: drop`` is set (the user's call: they are dropped)."""
+def _note_missing(items: Table, id_column: str, train: Table, item: str, spec, lines) -> None:
+    """Say how many interactions name items the table lacks. A minority (a catalogue export
+    missing some items, as Book-Crossing's) is dropped: ``missing_items: drop`` is written
+    and said; a majority is left to refuse at load, since the item table is likely the wrong
+    one."""
     raw = pd.unique(train.frame[item].dropna())
     lacking = ~pd.Index(matched_ids(raw), dtype=object).isin(items.ids(id_column))
-    if lacking.any():
-        values = train.frame[item]
-        missing = values.isin(raw[lacking])
-        lines.append(
-            f"{train.name}: {int(missing.sum()):,} interaction(s) ({missing.mean():.0%}) name "
-            f"{int(lacking.sum()):,} item(s) {items.name} lacks: loading refuses them; "
-            "set missing_items: drop to drop them"
-        )
+    if not lacking.any():
+        return
+    missing = train.frame[item].isin(raw[lacking])
+    said = (
+        f"{train.name}: {int(missing.sum()):,} interaction(s) ({missing.mean():.0%}) name "
+        f"{int(lacking.sum()):,} item(s) {items.name} lacks"
+    )
+    if missing.mean() <= MAX_MISSING_SHARE:
+        spec["missing_items"] = "drop"
+        lines.append(f"{said}: missing_items: drop (delete the line to refuse them instead)")
+    else:
+        lines.append(f"{said}: loading refuses them; is {items.name} the right items table?")
 
 
 def _content(table: Table, id_column: str, spec: dict) -> list[str]:
