@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coldbrew.cli.options import add_command
+from coldbrew.cli.options import add_command, add_layout_option
 
 INIT_EXAMPLES = """Examples:
   coldbrew data init shop/events.csv shop/products.csv     # writes shop/coldbrew.yaml
@@ -44,19 +44,34 @@ def add_init_parser(data_commands) -> None:
         help="where coldbrew.yaml goes (default: the files' folder)",
     )
     init.add_argument("--force", action="store_true", help="replace an existing coldbrew.yaml")
+    add_layout_option(
+        init,
+        "a setting written over the guesses, e.g. --layout k_core=5 or --layout "
+        "separator=';' (coldbrew.yaml's keys; encoding, separator and quote also read the files)",
+    )
 
 
 def run_init(args: argparse.Namespace) -> int:
     import os
 
     from coldbrew.data.tables.guess import guess, write_spec
+    from coldbrew.data.tables.settings import (
+        FILE_KEYS,
+        READ_KEYS,
+        parse_layout_flags,
+    )
 
+    given = parse_layout_flags(args.layout)
     files = [Path(name).resolve() for name in args.files]
-    spec, lines = guess(files)
+    spec, lines = guess(files, {key: given[key] for key in READ_KEYS if key in given})
+    for key, value in given.items():
+        given[key] = Path(value).resolve() if key in FILE_KEYS else value
+        lines.append(f"given: {key}: {value}")
+    spec.update(given)
     folders = [path if path.is_dir() else path.parent for path in files]
     folder = Path(args.out).resolve() if args.out else Path(os.path.commonpath(folders))
     target = write_spec(spec, folder, force=args.force)
     for line in lines:
-        print(f"guessed: {line}")
+        print(line if line.startswith("given: ") else f"guessed: {line}")
     print(f"wrote {target}; check it, then: coldbrew data info {folder}")
     return 0

@@ -56,3 +56,20 @@ def test_init_never_replaces_a_coldbrew_yaml_unless_forced(tmp_path, capsys):
     assert main(["data", "init", str(folder / "events.csv")]) == 2
     assert "exists; give --force" in capsys.readouterr().err
     assert main(["data", "init", str(folder / "events.csv"), "--force"]) == 0
+
+
+def test_init_writes_layout_flags_over_its_guesses_and_reads_with_them(tmp_path, capsys):
+    folder = shop(tmp_path / "shop")
+    # tab-separated files named .csv: the separator flag reaches the reading of both
+    for name, table in (("events.csv", EVENTS), ("products.csv", PRODUCTS)):
+        (folder / name).write_text(table.replace(",", "\t"))
+    files = [str(folder / name) for name in ("events.csv", "products.csv")]
+    flags = ["--layout", "separator=tab", "--layout", "k_core=2", "--layout", "text=name"]
+    assert main(["data", "init", *files, *flags]) == 0
+    printed = capsys.readouterr().out
+    assert "given: k_core: 2" in printed and "given: text: ['name']" in printed
+    spec = yaml.safe_load((folder / "coldbrew.yaml").read_text())
+    assert spec["user"] == "customer_id" and spec["separator"] == "\t"
+    assert spec["k_core"] == 2 and spec["text"] == ["name"]
+    assert main(["data", "init", *files, "--force", "--layout", "colour=red"]) == 2
+    assert "unknown key(s) colour" in capsys.readouterr().err

@@ -137,8 +137,9 @@ def _is_table(path: Path) -> bool:
     return any(name.endswith(s + c) for s in TABLE_SUFFIXES for c in COMPRESSED)
 
 
-def guess(files: list[Path]) -> tuple[dict, list[str]]:
-    """``(spec, lines)``: the settings guessed for ``files`` and one line per guess."""
+def guess(files: list[Path], reading: dict | None = None) -> tuple[dict, list[str]]:
+    """``(spec, lines)``: the settings guessed for ``files`` and one line per guess;
+    ``reading`` (``encoding``, ``separator``, ``quote``) over the sniffer's, for every file."""
     if not files:
         raise DataError("name the files to read, e.g. coldbrew data init ratings.csv items.csv")
     lines: list[str] = []
@@ -146,7 +147,7 @@ def guess(files: list[Path]) -> tuple[dict, list[str]]:
     tables = []
     for path in table_files(files, lines):
         try:
-            tables.append(_read(path, lines))
+            tables.append(_read(path, lines, reading or {}))
         except DataError as error:
             if path in named:
                 raise
@@ -164,8 +165,8 @@ def guess(files: list[Path]) -> tuple[dict, list[str]]:
     return spec, lines
 
 
-def _read(path: Path, lines: list[str]) -> Table:
-    frame = read_table(path, [], text=True, notes=lines)
+def _read(path: Path, lines: list[str], reading: dict) -> Table:
+    frame = read_table(path, [], text=True, notes=lines, **reading)
     kept = []
     for column in frame.columns:
         if is_index(column, frame[column]):
