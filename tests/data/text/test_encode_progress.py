@@ -38,3 +38,4 @@ def test_no_lines_without_progress_or_between_intervals(capsys):
 
 def test_clock():
     assert (clock(None), clock(12.4), clock(125)) == ("?", "12 s", "2 min 05 s")
+    assert clock(11255) == "3 h 07 min"  # 3 h, 7 min, 35 s

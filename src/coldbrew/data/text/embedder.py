@@ -345,10 +345,12 @@ class EncodeProgress:
 
 
 def clock(seconds: float | None) -> str:
-    """``"2 min 05 s"``, ``"12 s"``; ``"?"`` when unknown."""
+    """``"3 h 07 min"``, ``"2 min 05 s"``, ``"12 s"``; ``"?"`` when unknown."""
     if seconds is None:
         return "?"
     seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
