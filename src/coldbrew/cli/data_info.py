@@ -38,7 +38,8 @@ def run_info(args: argparse.Namespace) -> int:
     dataset = carve_report(dataset, share, selection_seed)  # the halves a run sees
     summary = dataset.summary()
     plan = text_plan(dataset, args.features, args.text_encoder)
-    if plan is not None:
+    if plan is not None:  # the block's shape as train would make it, and what that takes
+        summary["features"]["text"] = [dataset.num_items, plan["width"]]
         summary["text_encoder"] = args.text_encoder
         summary["text"] = plan
     if args.json:
