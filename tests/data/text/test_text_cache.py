@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-import numpy as np
 import pytest
 import torch
 
@@ -144,9 +143,7 @@ def test_cpu_flags_read_the_first_processor():
 
 
 # ------------------------------------------------------------------------ cut texts, rates
-def test_texts_cut_by_the_budget_are_counted_once_and_cut_as_the_tokenizer_cuts(
-    model, caplog
-):
+def test_texts_cut_by_the_budget_are_counted_once_and_cut_as_the_tokenizer_cuts(model, caplog):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model["backbone"])

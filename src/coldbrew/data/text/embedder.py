@@ -275,9 +275,7 @@ class EncodeProgress:
     ``every`` seconds in a log. The time left is the padded tokens still to encode at the rate
     so far: the longest texts come first, so a count of texts would promise too much early."""
 
-    def __init__(
-        self, texts: int, tokens: int, show: bool, every: float = 30.0, label: str = ""
-    ):
+    def __init__(self, texts: int, tokens: int, show: bool, every: float = 30.0, label: str = ""):
         from tqdm.auto import tqdm
 
         self.texts, self.tokens, self.every = texts, tokens, every
@@ -327,7 +325,6 @@ class EncodeProgress:
                 flush=True,
             )
 
-
     def foretell(self) -> None:
         """One line after the first batch: the whole encode's time at its padded-token rate
         (none for an encode of a few seconds)."""
@@ -352,5 +349,3 @@ def clock(seconds: float | None) -> str:
     if seconds >= 3600:
         return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
-
-

@@ -80,9 +80,7 @@ def _shards(store: Path) -> list[Path]:
     return sorted(store.glob("*.digests.npy"))
 
 
-def lookup(
-    texts: Sequence[str], stores: Sequence[Path]
-) -> tuple[dict[int, np.ndarray], list[int]]:
+def lookup(texts: Sequence[str], stores: Sequence[Path]) -> tuple[dict[int, np.ndarray], list[int]]:
     """``({position: vector} of the texts found, positions not found)``: each text's vector from
     the first store and shard that has it. A shard that cannot be read counts as absent."""
     wanted: dict[bytes, list[int]] = {}

@@ -121,8 +121,7 @@ def describe_plan(plan: dict) -> str:
             )
             said += f", {left:,} to encode: {when}"
         parts.append(
-            f"{member['model']}: {member['width']} columns "
-            f"({member['precision']}), {said}"
+            f"{member['model']}: {member['width']} columns ({member['precision']}), {said}"
         )
     return (
         f"{plan['items_with_text']:,} items with text, {plan['distinct_texts']:,} distinct; "
