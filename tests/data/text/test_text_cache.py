@@ -166,3 +166,26 @@ def test_an_encode_of_some_batches_remembers_its_rate(model, tmp_path):
     assert rate is not None and rate > 0
     assert encode_speed.stored_rate(tmp_path, "another encoder") is None
     assert encode_speed.estimate(1000, 250.0) == 4.0 and encode_speed.estimate(10, None) is None
+
+
+def test_the_plan_reads_the_cache_and_a_remembered_rate_without_loading_the_model(
+    model, tmp_path, monkeypatch
+):
+    from coldbrew.data.text.sentence_models import TextEncoder
+    from coldbrew.data.text.text_plan import describe_plan, text_block_plan
+
+    encode(ITEM_TEXTS[:4], model, tmp_path)
+    key = embedder.encoder_key(model["backbone"], model["pooling"], True, model["max_length"])
+    threads = torch.get_num_threads()
+    encode_speed.remember_rate(tmp_path, encode_speed.rate_key(key, "fp32", threads), 100.0)
+    monkeypatch.setattr(backbones, "load_backbone", refuse_loading)
+    texts = [*ITEM_TEXTS[:6], "", ITEM_TEXTS[0]]  # 7 items with text, 6 distinct, 4 cached
+    plan = text_block_plan(texts, TextEncoder.parse(model["backbone"]), cache=tmp_path)
+    (member,) = plan["members"]
+    assert (plan["items_with_text"], plan["distinct_texts"]) == (7, 6)
+    assert (member["cached"], member["to_encode"], member["rate"]) == (4, 2, "remembered")
+    chars = sum(map(len, ITEM_TEXTS[:6])) * 2 // 6  # the share of 2 texts in 6
+    assert member["estimate_s"] == chars / 100.0
+    said = describe_plan(plan)
+    assert said.startswith("7 items with text, 6 distinct; ")
+    assert said.endswith(", 4 cached, 2 to encode: about 1 s (rate remembered on this machine)")

@@ -8,6 +8,7 @@ reads the cache's digests and the encoders' configurations, never a model's weig
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Literal
@@ -90,11 +91,17 @@ def probe_rate(distinct: list[str], model, device_type: str, precision: str) -> 
     device = "cuda" if device_type == "cuda" else "cpu"
     loaded = backbones.load_backbone(model.backbone, device, progress=False)
     bf16 = device == "cpu" and precision == "bf16"
-    _encode(sample[:2], loaded, model, batch_size=2, progress=False)  # warm up
-    started = time.perf_counter()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        _encode(sample, loaded, model, batch_size=len(sample), progress=False)
-    return sum(map(len, sample)) / max(time.perf_counter() - started, 1e-9)
+    notes = logging.getLogger("coldbrew.data.text.embedder")
+    was, notes.disabled = notes.disabled, True  # a sample's cut texts: no note
+    try:
+        _encode(sample[:2], loaded, model, batch_size=2, progress=False)  # warm up
+        started = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            _encode(sample, loaded, model, batch_size=len(sample), progress=False)
+        elapsed = time.perf_counter() - started
+    finally:
+        notes.disabled = was
+    return sum(map(len, sample)) / max(elapsed, 1e-9)
 
 
 def _width(backbone: str) -> int:
