@@ -7,7 +7,8 @@ import json
 
 from coldbrew.errors import ColdbrewError
 
-SHOWN_COLUMNS = 5  # a block's column names shown by name; the rest counted
+NAMED_COLUMNS = 20  # a block of up to this many columns shows every name
+SHOWN_COLUMNS = 5  # a wider one (2,000 authors) shows the first few and counts the rest
 
 
 def run_info(args: argparse.Namespace) -> int:
@@ -87,7 +88,7 @@ def print_summary(summary: dict, dataset, plan: dict | None) -> None:
 def shortened(entry: dict) -> dict:
     """A layout entry whose column names are the first few and a count of the others."""
     columns = list(entry.get("columns") or [])
-    if len(columns) <= SHOWN_COLUMNS + 1:
+    if len(columns) <= NAMED_COLUMNS:
         return entry
     more = f"... {len(columns) - SHOWN_COLUMNS:,} more"
     return {**entry, "columns": [*columns[:SHOWN_COLUMNS], more]}

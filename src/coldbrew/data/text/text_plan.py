@@ -47,7 +47,8 @@ def text_block_plan(
     for member, model in zip(encoder.members, models, strict=True):
         key = encoder_key(model.backbone, model.pooling, model.normalize, model.max_length)
         precision = encode_precision(device_type)
-        if text_cache.whole_list_file(distinct, root, key).is_file():
+        lists = (texts, distinct)  # as the MovieLens loaders encode them; as item tables do
+        if any(text_cache.whole_list_file(some, root, key).is_file() for some in lists):
             cached = len(distinct)
         else:
             cached = text_cache.count_found(distinct, text_cache.stores_read(root, key, precision))
