@@ -44,6 +44,14 @@ def torch_text_runtime(monkeypatch):
     monkeypatch.setenv("COLDBREW_TEXT_RUNTIME", "torch")
 
 
+@pytest.fixture(autouse=True)
+def fp32_text_precision(monkeypatch):
+    """Text encoders run at fp32 unless a test says otherwise: the tests' references are fp32's,
+    and a CPU with bf16 would otherwise encode under bf16 autocast (tests/data/text/
+    test_text_cache.py asks for it)."""
+    monkeypatch.setenv("COLDBREW_TEXT_PRECISION", "fp32")
+
+
 @pytest.fixture
 def one_thread():
     """Multi-threaded CPU scatter-adds may sum in any order; one thread makes runs bit-identical."""

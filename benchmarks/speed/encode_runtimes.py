@@ -1,4 +1,4 @@
-"""Text encoding runtimes side by side in one process: torch, ONNX Runtime fp32, ONNX int8.
+"""Text encoding runtimes side by side in one process: torch fp32 and bf16, ONNX fp32 and int8.
 
     COLDBREW_DATA=DIR python benchmarks/speed/encode_runtimes.py [--encoder minilm] [--texts 32]
         [--threads 1,2] [--rounds 2] [--int8 [VARIANT,...]]
@@ -12,6 +12,9 @@ export (``onnxruntime.quantization.quantize_dynamic``, int8 per-channel weights,
 also leaving the feed-forward output projection in fp32 (the most sensitive in a sweep). Prints
 texts/s (the fastest round: the least disturbed by other processes), the ratio to torch and
 each path's least and median per-vector cosine to torch's vectors. The load is printed too.
+``torch-bf16`` is torch under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (what
+``encode_texts`` runs on a CPU with AMX or AVX-512 bf16); the ONNX paths are left out, with a
+line, where onnxruntime is not installed.
 """
 
 from __future__ import annotations
@@ -91,17 +94,21 @@ def main() -> None:
     texts = list(load_dataset("ml-1m-coldstart", features=["genre"]).item_text[: args.texts])
     model = sentence_model(args.encoder, progress=False)
     loaded = backbones.load_backbone(model.backbone, "cpu", progress=False)
-    exported = cache_dir() / "onnx" / onnx_encoder.export_key(loaded.identity) / "model.onnx"
-    if not exported.is_file():
-        started = time.perf_counter()
-        onnx_encoder.export(loaded, exported)
-        print(f"exported in {time.perf_counter() - started:.1f} s: {exported}")
-    paths = {"onnx": exported}
-    paths.update({name: quantized(exported, name) for name in variants})
+    paths = {}
+    if onnx_encoder.onnx_installed():
+        exported = cache_dir() / "onnx" / onnx_encoder.export_key(loaded.identity) / "model.onnx"
+        if not exported.is_file():
+            started = time.perf_counter()
+            onnx_encoder.export(loaded, exported)
+            print(f"exported in {time.perf_counter() - started:.1f} s: {exported}")
+        paths = {"onnx": exported}
+        paths.update({name: quantized(exported, name) for name in variants})
+    else:
+        print("onnxruntime is not installed: torch fp32 and bf16 only")
     print(f"{args.encoder}, {len(texts)} texts, budget {model.max_length}, load {load()}")
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
-        forwards = {"torch": None} | {
+        forwards = {"torch": None, "torch-bf16": None} | {
             name: session_forward(p, threads) for name, p in paths.items()
         }
         seconds: dict = {name: [] for name in forwards}
@@ -109,14 +116,15 @@ def main() -> None:
         for round_ in range(args.rounds + 1):  # round 0 warms up
             for name, forward in forwards.items():
                 started = time.perf_counter()
-                vectors[name] = _encode(
-                    texts,
-                    loaded,
-                    model,
-                    batch_size=args.batch_size,
-                    progress=False,
-                    forward=forward,
-                )
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=name == "torch-bf16"):
+                    vectors[name] = _encode(
+                        texts,
+                        loaded,
+                        model,
+                        batch_size=args.batch_size,
+                        progress=False,
+                        forward=forward,
+                    )
                 if round_:
                     seconds[name].append(time.perf_counter() - started)
         print(f"threads {threads}, load after {load()}")

@@ -123,3 +123,41 @@ def test_recommend_finds_a_moved_encoder_folder_and_refuses_another(
     other = str(tiny_sentence_folder(tmp_path / "other", seed=1))
     assert main([*ask, "--text-encoder", other]) == 2
     assert "is another model than the one" in capsys.readouterr().err
+
+
+def test_data_info_describes_the_text_block_without_encoding_it(
+    data, encoder, tmp_path, monkeypatch, capsys
+):
+    from coldbrew.data import load_dataset
+    from coldbrew.data.text import backbones
+
+    argv = ["data", "info", data, "--features", "genre,text", "--text-encoder", encoder]
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["text"]
+    (member,) = plan["members"]
+    assert (plan["items_with_text"], plan["distinct_texts"], plan["width"]) == (12, 12, 32)
+    assert (member["cached"], member["to_encode"], member["precision"]) == (0, 12, "fp32")
+    assert member["rate"] == "probed" and member["estimate_s"] > 0  # one batch timed
+    cache = tmp_path / "cache" / "text"
+    assert not list(cache.glob("store-*"))  # nothing encoded into the cache
+
+    load_dataset(data, features="genre,text", text_encoder=encoder)  # encodes the 12 texts
+    monkeypatch.setattr(backbones, "load_backbone", refuse_loading)
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "12 items with text, 12 distinct; " in said and "32 columns (fp32), 12 cached\n" in said
+    assert "new item vector      genre: 2 columns (Action, Drama), then text: 32 columns\n" in said
+
+
+def test_data_info_names_a_long_blocks_first_columns_and_counts_the_rest():
+    from coldbrew.cli.data_info import shortened
+
+    names = [f"author {n}" for n in range(2000)]
+    entry = shortened({"block": "author", "width": 2000, "columns": names})
+    assert entry["columns"] == [*names[:5], "... 1,995 more"] and entry["width"] == 2000
+    few = {"block": "genre", "width": 20, "columns": names[:20]}
+    assert shortened(few) == few  # MovieLens's 19 genres: each named
+
+
+def refuse_loading(*args, **kwargs):
+    raise AssertionError("the model must not be loaded")

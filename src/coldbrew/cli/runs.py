@@ -14,7 +14,6 @@ from coldbrew.cli.options import (
     add_run_option,
     config_flags,
     other_data_layout,
-    percent,
     require_data,
 )
 from coldbrew.cli.research import add_train_options, print_seed_table, run_training
@@ -396,45 +395,6 @@ def run_data(args: argparse.Namespace) -> int:
         source = resolve_data_path(args.src)
         print(f"wrote {convert(source, Path(args.dst), trust_pickle=args.trust_pickle)}")
         return 0
-    from coldbrew.config import MAX_SEED
-    from coldbrew.data import load_dataset
-    from coldbrew.data.tables.settings import parse_layout_flags
-    from coldbrew.options import coerce
+    from coldbrew.cli.data_info import run_info
 
-    seed = coerce("seed", args.seed, int, from_text=True)
-    if not 0 <= seed <= MAX_SEED:
-        raise ColdbrewError(f"option 'seed' must be in 0..{MAX_SEED}, not {seed}")
-    from coldbrew.data.splits.selection import carve_report
-
-    share = coerce("report_share", args.report_share, float, from_text=True)
-    selection_seed = coerce("selection_seed", args.selection_seed, int, from_text=True)
-    dataset = load_dataset(
-        args.data,
-        trust_pickle=args.trust_pickle,
-        features=args.features,
-        seed=seed,
-        text_encoder=args.text_encoder,
-        layout=parse_layout_flags(args.layout) if args.layout else None,
-    )
-    from coldbrew.data.splits.cold_split import apply_cold_split
-
-    dataset = apply_cold_split(dataset, args.cold_split, selection_seed)  # as train does
-    dataset = carve_report(dataset, share, selection_seed)  # the halves a run sees
-    summary = dataset.summary()
-    if dataset.item_text is not None and "text" in dataset.features:
-        summary["text_encoder"] = args.text_encoder
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        from coldbrew.data.dataset import describe_layout
-
-        summary.pop("feature_columns", None)  # said below, in the new item vector's order
-        if "cold_split" in summary:  # every cold item's id is in --json; here the first few
-            made = summary["cold_split"]["items"]
-            summary["cold_split"]["items"] = made[:5] + (["..."] if len(made) > 5 else [])
-        for key, value in summary.items():
-            print(f"{key:20s} {percent(value) if key == 'density' else value}")
-        print(f"{'new item vector':20s} {describe_layout(dataset.feature_layout())}")
-        for note in dataset.notes:
-            print(f"note: {note}")
-    return 0
+    return run_info(args)

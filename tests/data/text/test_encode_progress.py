@@ -20,6 +20,8 @@ def test_time_left_follows_tokens_not_texts(monkeypatch, capsys):
     progress.bar.close()
     lines = capsys.readouterr().err.splitlines()  # not a terminal here: lines, no bar
     assert lines == [
+        # 400 tokens in 10 s: 1,000 in 25 s, 40 texts / 25 s = 1.6 texts/s
+        "encoding 40 texts: about 25 s at ~1.6 texts/s on this machine (from the first batch)",
         "encoding texts: 10/40, 1.0 texts/s, about 15 s left",
         "encoding texts: 40/40, 2.7 texts/s, about 0 s left",
     ]
@@ -29,10 +31,11 @@ def test_no_lines_without_progress_or_between_intervals(capsys):
     quiet = EncodeProgress(texts=4, tokens=8, show=False, every=0.0)
     quiet.update(4, 8)
     sparse = EncodeProgress(texts=4, tokens=8, show=True, every=3600.0)
-    sparse.update(2, 6)  # inside the interval and not the last: no line
+    sparse.update(2, 6)  # inside the interval, not the last, nothing to foretell: no line
     assert capsys.readouterr().err == ""
     assert sparse.status()[1] is not None
 
 
 def test_clock():
     assert (clock(None), clock(12.4), clock(125)) == ("?", "12 s", "2 min 05 s")
+    assert clock(11255) == "3 h 07 min"  # 3 h, 7 min, 35 s

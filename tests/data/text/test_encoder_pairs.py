@@ -115,7 +115,7 @@ def test_the_pair_block_is_the_members_side_by_side_and_adds_no_cache_entry(
     first, second = map(str, folders)
     pair = block(f"{first}+{second}@6")  # encodes both members, each into its own entry
     cache = tmp_path / "cache" / "text"
-    assert len(list(cache.glob("*.npy"))) == 2
+    assert len(list(cache.glob("store-*"))) == 2  # one store per encoder
     monkeypatch.setattr(backbones, "load_backbone", refuse_loading)
     alone = [block(first), block(f"{second}@6")]  # read back: nothing encoded again
     assert pair.shape == (5, 64)
@@ -124,7 +124,7 @@ def test_the_pair_block_is_the_members_side_by_side_and_adds_no_cache_entry(
     torch.testing.assert_close(norms, torch.full((5,), 2.0**0.5))
     again = block(f"{second}@6+{first}")  # another order: the columns swap, still no encode
     torch.testing.assert_close(again, torch.cat(alone[::-1], dim=1), rtol=0, atol=0)
-    assert len(list(cache.glob("*.npy"))) == 2
+    assert len(list(cache.glob("store-*"))) == 2  # one store per encoder
 
 
 def test_a_pair_identity_names_both_members_in_order(folders):

@@ -215,7 +215,7 @@ def test_cache_entries_of_two_encoders_never_mix(folder, tmp_path, monkeypatch):
     second = embeddings(texts, text_encoder=str(other), progress=False)
     assert not torch.allclose(first, second)
     cache = tmp_path / "cache" / "text"
-    assert len(list(cache.glob("*.npy"))) == 2  # one file per encoder for the same texts
+    assert len(list(cache.glob("store-*"))) == 2  # one store per encoder for the same texts
 
     # both cached now: neither is loaded again, and each gets its own vectors back
     monkeypatch.setattr(backbones, "load_backbone", refuse_loading)

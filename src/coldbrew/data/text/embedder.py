@@ -5,33 +5,33 @@ there for names, pooling and identity): pooled token states, by default L2-norma
 for MiniLM is exactly what sentence-transformers does (cosine similarity is a dot product).
 ``transformers`` is imported only when a text really needs encoding.
 
-Results are cached per call: one ``.npy`` file named by the SHA-256 of the encoder id (backbone
-identity, pooling, normalisation, maximum length) and every text, so loading the same dataset
-again costs a file read and never loads the model.
+Results are cached text by text (``text_cache``): a store per encoder id (backbone identity,
+pooling, normalisation, maximum length) and precision, so loading the same dataset again costs
+a lookup and never loads the model, and a catalogue that gains 10 items encodes 10 texts. The
+whole-list files of earlier versions are still read.
 
-On CPU a backbone such as mpnet runs through ONNX Runtime where it is installed
-(``coldbrew.data.text.onnx_encoder``; ``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the
-cache key is the same for both runtimes.
+On a CPU with bf16 in hardware the backbone runs under bfloat16 autocast (``encode_speed``;
+``COLDBREW_TEXT_PRECISION=fp32`` keeps fp32). Otherwise a backbone such as mpnet runs on CPU
+through ONNX Runtime where it is installed (``coldbrew.data.text.onnx_encoder``;
+``COLDBREW_TEXT_RUNTIME=torch`` keeps torch): the same vectors to ~1e-6, so the cache key is the
+same for both runtimes. An encode says how long it will take before it starts, and how many
+texts its token budget cuts.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import partial
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
 
-from coldbrew.data.text import backbones
+from coldbrew.data.text import backbones, encode_speed, text_cache
 from coldbrew.data.text.backbones import (
     DEFAULT_BACKBONE,
     EMBEDDING_DIM,
@@ -47,6 +47,7 @@ from coldbrew.data.text.sentence_folders import SentenceModel
 
 ENCODER_ID = f"{PACKAGED_IDENTITY}|mean-pool|l2-normalise|max-length-256"  # the default's key
 MAX_LENGTH = 256
+FORETELL_FROM = 10.0  # seconds: a shorter encode is not foretold
 LOGGER = logging.getLogger(__name__)  # "coldbrew.data.text.embedder": silenced with "coldbrew"
 
 
@@ -67,33 +68,92 @@ def encode_texts(
     """Embed ``texts`` into a float32 ``(len(texts), width)`` tensor.
 
     ``cache="default"`` stores results under ``cache_dir()/"text"``; a path stores them there;
-    ``None`` turns caching off; a process that finds another encoding the same texts into the
-    cache waits for its vectors (``cache_lock``) rather than encoding them too. ``device``
-    defaults to CUDA when available, else CPU. ``loaded`` supplies an already loaded backbone
-    (called only on a cache miss); by default the backbone is loaded here and released after.
-    ``runtime`` (``auto``, ``torch``, ``onnx``; default ``$COLDBREW_TEXT_RUNTIME``, else
-    ``auto``) runs a backbone loaded here on CPU with ONNX Runtime (``auto``: when installed and
-    faster, see ``onnx_encoder``); a supplied one (perhaps tuned) always runs with torch.
+    ``None`` turns caching off. Texts already in the cache are read, the others encoded and
+    added (``text_cache``); a process that finds another encoding into the same store waits
+    for it (``cache_lock``) and then reads what it wrote. ``device`` defaults to CUDA when
+    available, else CPU. ``loaded`` supplies an already loaded backbone (called only on a
+    cache miss); by default the backbone is loaded here and released after. ``runtime``
+    (``auto``, ``torch``, ``onnx``; default ``$COLDBREW_TEXT_RUNTIME``, else ``auto``) runs a
+    backbone loaded here on CPU with ONNX Runtime (``auto``: when installed and faster, and the
+    CPU has no bf16, see ``onnx_encoder``); a supplied one (perhaps tuned) always runs with
+    torch.
     """
     if not texts:
         width = EMBEDDING_DIM if backbone in PACKAGED_NAMES else hidden_size(backbone)
         return torch.zeros(0, width, dtype=torch.float32)
     settings = SentenceModel(backbone, resolve_pooling(pooling, backbone), normalize, max_length)
     encoder_id = encoder_key(backbone, settings.pooling, normalize, max_length)
-    cache_file = _cache_file(texts, cache, encoder_id)
-    encode = partial(
-        _encode_missing,
-        texts,
-        settings=settings,
-        batch_size=batch_size,
-        progress=progress,
-        device=device,
-        loaded=loaded,
-        runtime=runtime,
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    precision = encode_precision(torch.device(device).type, runtime)
+    how = dict(settings=settings, batch_size=batch_size, progress=progress, device=device)
+    how.update(loaded=loaded, runtime=runtime, precision=precision)
+    root = _cache_root(cache)
+    if root is None:
+        return _encode_missing(texts, **how)
+    whole = text_cache.read_cached(
+        text_cache.whole_list_file(texts, root, encoder_id), (len(texts), None)
     )
-    if cache_file is None:
-        return encode()
-    return computed_once(cache_file, (len(texts), None), encode, "text embeddings")
+    if whole is not None:  # a file of earlier versions: fp32, the reference
+        return whole
+    stores = text_cache.stores_read(root, encoder_id, precision)
+    found, missing = text_cache.lookup(texts, stores)
+    if missing:
+        store = text_cache.store_folder(root, encoder_id, precision)
+        with text_cache.cache_lock(store / "shards", "text embeddings"):
+            found, missing = text_cache.lookup(texts, stores)  # another process may have added
+            if missing:
+                todo = _distinct(texts, missing)
+                new = _timed_encode(todo, root, encoder_id, how)
+                text_cache.append_shard(store, todo, new)
+                row_of = {text: row for row, text in enumerate(todo)}
+                found.update({i: new[row_of[texts[i]]].numpy() for i in missing})
+    return torch.from_numpy(np.stack([found[position] for position in range(len(texts))]))
+
+
+def _timed_encode(texts: list[str], root: Path, encoder_id: str, how: dict) -> torch.Tensor:
+    """``_encode_missing``; an encode of a few batches or more leaves its characters per
+    second in the cache (``encode_speed``), for the estimates of ``coldbrew data info``."""
+    started = time.perf_counter()
+    vectors = _encode_missing(texts, **how)
+    if len(texts) >= 4 * how["batch_size"]:
+        key = encode_speed.rate_key(encoder_id, how["precision"], torch.get_num_threads())
+        rate = sum(map(len, texts)) / max(time.perf_counter() - started, 1e-9)
+        encode_speed.remember_rate(root, key, rate)
+    return vectors
+
+
+def _distinct(texts: list[str], positions: list[int]) -> list[str]:
+    """The texts at ``positions``, each once, in first-seen order."""
+    return list(dict.fromkeys(texts[position] for position in positions))
+
+
+def _cache_root(cache: Path | Literal["default"] | None) -> Path | None:
+    if cache is None:
+        return None
+    if cache == "default":
+        from coldbrew.data.paths import cache_dir
+
+        return cache_dir() / "text"
+    return Path(cache)
+
+
+def _cache_file(
+    texts: list[str], cache: Path | Literal["default"] | None, encoder_id: str = ENCODER_ID
+) -> Path | None:
+    """The whole-list file of ``texts`` (read, no longer written), or None without a cache."""
+    root = _cache_root(cache)
+    return None if root is None else text_cache.whole_list_file(texts, root, encoder_id)
+
+
+def encode_precision(device_type: str, runtime: str | None = None) -> str:
+    """The precision an encode on ``device_type`` runs at: fp32 when ONNX Runtime is asked for
+    by name (it runs fp32), else ``encode_speed.text_precision``."""
+    from coldbrew.data.text.onnx_encoder import resolve_runtime
+
+    if resolve_runtime(runtime) == "onnx":
+        return "fp32"
+    return encode_speed.text_precision(device_type)
 
 
 def _encode_missing(
@@ -102,30 +162,38 @@ def _encode_missing(
     settings: SentenceModel,
     batch_size: int,
     progress: bool,
-    device: torch.device | str | None,
+    device: torch.device | str,
     loaded: Callable[[], LoadedBackbone] | None,
     runtime: str | None,
+    precision: str,
 ) -> torch.Tensor:
     """``encode_texts``'s work on a cache miss: load the backbone (or call ``loaded``), pick
-    the runtime, encode."""
+    the runtime (ONNX Runtime only at fp32: bf16 torch was the faster), encode."""
     from coldbrew.data.text.onnx_encoder import resolve_runtime, takes_onnx
 
     runtime = resolve_runtime(runtime)
     if loaded is None:
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
         backbone_loaded = backbones.load_backbone(settings.backbone, device, progress=progress)
     else:
         backbone_loaded = loaded()
     forward = None
-    if loaded is None and _on_cpu(backbone_loaded) and takes_onnx(runtime, backbone_loaded):
+    on_cpu = _on_cpu(backbone_loaded)
+    if loaded is None and on_cpu and precision == "fp32" and takes_onnx(runtime, backbone_loaded):
         from coldbrew.data.paths import cache_dir
         from coldbrew.data.text.onnx_encoder import onnx_forward
 
         forward = onnx_forward(backbone_loaded, cache_dir())
-    return _encode(
-        texts, backbone_loaded, settings, batch_size=batch_size, progress=progress, forward=forward
-    )
+    autocast = on_cpu and forward is None and precision == "bf16"
+    with torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext():
+        return _encode(
+            texts,
+            backbone_loaded,
+            settings,
+            batch_size=batch_size,
+            progress=progress,
+            forward=forward,
+            label=f"{Path(settings.backbone).name} ({precision})",
+        )
 
 
 def _on_cpu(loaded: LoadedBackbone) -> bool:
@@ -146,30 +214,25 @@ def _encode(
     batch_size: int,
     progress: bool,
     forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    label: str = "",
 ) -> torch.Tensor:
     """Batches of texts of equal or similar token counts (little padding: the same vectors as
     one text at a time, to float rounding), longest first, written back in the caller's order;
     ``settings`` says how they are cut, pooled and scaled (its backbone is ``loaded``).
-    ``forward`` (token ids, mask -> token states) replaces the torch model's call."""
-    model, max_length = loaded.model, settings.max_length
+    ``forward`` (token ids, mask -> token states) replaces the torch model's call. Each text
+    is tokenized once (one cut by the token budget twice, to cut it as the tokenizer does)."""
+    model = loaded.model
     device = next(model.parameters()).device
-    lengths = [
-        len(ids)
-        for ids in loaded.tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
-    ]
-    order = sorted(range(len(texts)), key=lambda index: lengths[index], reverse=True)
+    ids = token_ids(texts, loaded.tokenizer, settings.max_length, label)
+    order = sorted(range(len(texts)), key=lambda index: len(ids[index]), reverse=True)
     batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
-    work = [len(batch) * lengths[batch[0]] for batch in batches]  # padded tokens per batch
+    work = [len(batch) * len(ids[batch[0]]) for batch in batches]  # padded tokens per batch
     embeddings: torch.Tensor | None = None
-    with torch.no_grad(), EncodeProgress(len(texts), sum(work), progress) as bar:
+    with torch.no_grad(), EncodeProgress(len(texts), sum(work), progress, label=label) as bar:
         # not inference_mode: the result may feed a trained head
         for indices, tokens in zip(batches, work, strict=True):
-            batch = loaded.tokenizer(
-                [texts[index] for index in indices],
-                padding=True,
-                truncation=True,
-                max_length=max_length,
-                return_tensors="pt",
+            batch = loaded.tokenizer.pad(
+                {"input_ids": [ids[index] for index in indices]}, return_tensors="pt"
             ).to(device)
             if forward is not None:
                 states = forward(batch["input_ids"], batch["attention_mask"])  # (B, T, width)
@@ -188,15 +251,35 @@ def _encode(
     return embeddings
 
 
+def token_ids(texts: list[str], tokenizer, max_length: int, label: str = "") -> list[list[int]]:
+    """Each text's token ids as the tokenizer cuts them at ``max_length``, with one logged
+    note of how many texts were cut (their ends are not read)."""
+    ids = tokenizer(texts, truncation=False, verbose=False)["input_ids"]
+    cut = [index for index, row in enumerate(ids) if len(row) > max_length]
+    if cut:
+        again = tokenizer([texts[index] for index in cut], truncation=True, max_length=max_length)
+        for index, row in zip(cut, again["input_ids"], strict=True):
+            ids[index] = row
+        LOGGER.warning(
+            "%s of %s texts are longer than %s's %d tokens: their ends are not read",
+            f"{len(cut):,}",
+            f"{len(texts):,}",
+            label.split(" (")[0] or "the encoder",
+            max_length,
+        )
+    return ids
+
+
 class EncodeProgress:
     """Texts done, texts/s and the time left of an encode: a bar on a terminal, a line every
     ``every`` seconds in a log. The time left is the padded tokens still to encode at the rate
     so far: the longest texts come first, so a count of texts would promise too much early."""
 
-    def __init__(self, texts: int, tokens: int, show: bool, every: float = 30.0):
+    def __init__(self, texts: int, tokens: int, show: bool, every: float = 30.0, label: str = ""):
         from tqdm.auto import tqdm
 
         self.texts, self.tokens, self.every = texts, tokens, every
+        self.show, self.label = show, label
         self.done_texts = self.done_tokens = 0
         self.started = self.last_line = time.perf_counter()
         self.lines = show and not sys.stderr.isatty()  # a log: lines instead of frames
@@ -224,9 +307,12 @@ class EncodeProgress:
         return self.done_texts / elapsed, left
 
     def update(self, texts: int, tokens: int) -> None:
+        first = self.done_texts == 0
         self.done_texts += texts
         self.done_tokens += tokens
         rate, left = self.status()
+        if first and self.show and self.done_texts < self.texts:
+            self.foretell()
         self.bar.set_postfix_str(f"about {clock(left)} left", refresh=False)
         self.bar.update(texts)
         now = time.perf_counter()
@@ -239,115 +325,27 @@ class EncodeProgress:
                 flush=True,
             )
 
+    def foretell(self) -> None:
+        """One line after the first batch: the whole encode's time at its padded-token rate
+        (none for an encode of a few seconds)."""
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        total = self.tokens * elapsed / self.done_tokens
+        if total < FORETELL_FROM:
+            return
+        rate = self.texts / total
+        with_what = f" with {self.label}" if self.label else ""
+        self.bar.write(
+            f"encoding {self.texts:,} texts{with_what}: about {clock(total)} at "
+            f"~{rate:,.{0 if rate >= 10 else 1}f} texts/s on this machine (from the first batch)",
+            file=sys.stderr,
+        )
+
 
 def clock(seconds: float | None) -> str:
-    """``"2 min 05 s"``, ``"12 s"``; ``"?"`` when unknown."""
+    """``"3 h 07 min"``, ``"2 min 05 s"``, ``"12 s"``; ``"?"`` when unknown."""
     if seconds is None:
         return "?"
     seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
-
-
-# ---------------------------------------------------------------------------------- cache
-def _cache_file(
-    texts: list[str], cache: Path | Literal["default"] | None, encoder_id: str = ENCODER_ID
-) -> Path | None:
-    if cache is None:
-        return None
-    if cache == "default":
-        from coldbrew.data.paths import cache_dir
-
-        cache = cache_dir() / "text"
-    digest = hashlib.sha256(encoder_id.encode())
-    for text in texts:  # length-prefixed, so no two lists of texts share a key
-        encoded = text.encode("utf-8", errors="surrogatepass")
-        digest.update(len(encoded).to_bytes(8, "little"))
-        digest.update(encoded)
-    return Path(cache) / f"{digest.hexdigest()}.npy"
-
-
-def read_cached(path: Path, shape: tuple[int | None, ...]) -> torch.Tensor | None:
-    """A float32 array cached at ``path`` whose shape matches ``shape`` (None: any size there),
-    or ``None`` when absent, unreadable or of another shape (the caller recomputes it)."""
-    if not path.is_file():
-        return None
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    if array.dtype != np.float32 or array.ndim != len(shape):
-        return None
-    pairs = zip(array.shape, shape, strict=True)  # as many dimensions: checked above
-    if any(want is not None and have != want for have, want in pairs):
-        return None
-    return torch.from_numpy(np.ascontiguousarray(array))
-
-
-def computed_once(
-    path: Path, shape: tuple[int | None, ...], compute: Callable[[], torch.Tensor], what: str
-) -> torch.Tensor:
-    """The array cached at ``path`` (``read_cached``), else ``compute()``'s, written there; one
-    process computes it at a time (``cache_lock``), and one that waited reads the other's."""
-    cached = read_cached(path, shape)
-    if cached is not None:
-        return cached
-    with cache_lock(path, what):
-        cached = read_cached(path, shape)
-        if cached is not None:
-            return cached
-        array = compute()
-        write_cached(path, array, what)
-    return array
-
-
-@contextmanager
-def cache_lock(path: Path, what: str) -> Iterator[None]:
-    """Held while this process computes the cache entry ``path``, so that a second process
-    after the same entry (another job of a leaderboard, a search beside it) waits and then
-    reads it, instead of computing it again beside the first. The lock is an ``flock`` on
-    ``path`` + ``.lock`` (``filelock``), released by the system if its holder dies; the file
-    is removed on the way out (one left by a killed holder is reused). A cache where no lock
-    file can be made (read-only) is computed without one, as ``write_cached`` goes on without
-    writing."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(f"{path}.lock")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
-            print(
-                f"waiting for another process that is computing the same {what} "
-                f"({path.parent / path.stem}); its result is read once it is written",
-                file=sys.stderr,
-                flush=True,
-            )
-            lock.acquire()
-    except OSError as error:
-        LOGGER.warning("could not lock %s in %s: %s", what, path.parent, error)
-    try:
-        yield
-    finally:
-        if lock.is_locked:  # removed while held, as RunLock's: a waiter takes the lock anew
-            Path(lock.lock_file).unlink(missing_ok=True)
-            lock.release()
-
-
-def write_cached(path: Path, array: torch.Tensor, what: str = "text embeddings") -> None:
-    """``array`` (``what`` it holds) into the cache at ``path``: written beside it and renamed,
-    so readers never see half a file; a failure (read-only or full disk) is logged, not raised."""
-    temporary: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
-        with os.fdopen(handle, "wb") as file:
-            np.save(file, array.numpy())
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a cache is plain data
-        os.replace(temporary, path)
-        temporary = None
-    except OSError as error:  # a read-only cache must not stop the load
-        LOGGER.warning("could not cache %s in %s: %s", what, path.parent, error)
-    finally:
-        if temporary is not None and os.path.exists(temporary):
-            os.unlink(temporary)

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from coldbrew.data.text.embedder import computed_once, read_cached, write_cached
+from coldbrew.data.text.text_cache import computed_once, read_cached, write_cached
 from coldbrew.errors import ColdbrewError
 from coldbrew.models.lm.backbone import TextBackbone
 from coldbrew.models.lm.split import upper_parameters
