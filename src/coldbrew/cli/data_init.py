@@ -70,6 +70,7 @@ def run_init(args: argparse.Namespace) -> int:
     spec.update(given)
     folders = [path if path.is_dir() else path.parent for path in files]
     folder = Path(args.out).resolve() if args.out else Path(os.path.commonpath(folders))
+    folder.mkdir(parents=True, exist_ok=True)  # --out may name a new folder
     target = write_spec(spec, folder, force=args.force)
     for line in lines:
         print(line if line.startswith("given: ") else f"guessed: {line}")

@@ -65,11 +65,13 @@ def test_init_writes_layout_flags_over_its_guesses_and_reads_with_them(tmp_path,
         (folder / name).write_text(table.replace(",", "\t"))
     files = [str(folder / name) for name in ("events.csv", "products.csv")]
     flags = ["--layout", "separator=tab", "--layout", "k_core=2", "--layout", "text=name"]
-    assert main(["data", "init", *files, *flags]) == 0
+    out = tmp_path / "new" / "folder"  # made where it does not exist
+    assert main(["data", "init", *files, *flags, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "given: k_core: 2" in printed and "given: text: ['name']" in printed
-    spec = yaml.safe_load((folder / "coldbrew.yaml").read_text())
+    spec = yaml.safe_load((out / "coldbrew.yaml").read_text())
     assert spec["user"] == "customer_id" and spec["separator"] == "\t"
+    assert spec["interactions"] == "../../shop/events.csv"
     assert spec["k_core"] == 2 and spec["text"] == ["name"]
     assert main(["data", "init", *files, "--force", "--layout", "colour=red"]) == 2
     assert "unknown key(s) colour" in capsys.readouterr().err
