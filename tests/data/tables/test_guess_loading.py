@@ -135,6 +135,19 @@ def test_k_core_keeps_the_core_items_in_the_catalogue_and_notes_the_counts(tmp_p
     assert "k_core 2: 3 users" in capsys.readouterr().out
 
 
+def test_k_core_counts_only_the_interactions_missing_items_drop_keeps(tmp_path):
+    # u1's third view names 9999, an item the table lacks: with it u1 would have 3 views and
+    # stay in the 3-core; without it (dropped) u1 has 2 and leaves, so the core is empty of u1
+    views = "user,item\nu1,1430\nu1,1431\nu1,9999\nu2,1430\nu2,1431\nu2,1432\n"
+    views += "u3,1430\nu3,1431\nu3,1432\nu4,1430\nu4,1431\nu4,1432\n"
+    spec = SPEC + "missing_items: drop\n"
+    folder = folder_of(tmp_path, {"views.csv": views, "items.csv": ITEMS}, spec)
+    data = load_dataset(folder, text_vectors=False, layout={"k_core": 3})
+    assert list(data.user_ids) == ["u2", "u3", "u4"] and data.num_train == 9
+    assert data.train.sum(axis=0).min() >= 3 and data.train.sum(axis=1).min() >= 3
+    assert "-> 3, 3, 9 (1 naming items the table lacks dropped first)" in "\n".join(data.notes)
+
+
 def test_every_problem_of_a_file_comes_in_one_error(tmp_path):
     views = "user,item,stars,when\nu1,1430,4,5\n,1431,x,6\nu2,1432,5,soon\n"
     spec = SPEC + "rating: stars\ntimestamp: when\n"

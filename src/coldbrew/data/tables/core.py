@@ -32,22 +32,30 @@ def k_core(frame: pd.DataFrame, user: str, item: str, k: int) -> np.ndarray:
     return kept_users[users] & kept_items[items]
 
 
-def apply_k_core(frames, items, columns, k, where, notes):
+def apply_k_core(frames, items, columns, k, where, notes, drop_missing: bool = False):
     """``(frames, items)`` with the training interactions cut to their ``k``-core and the
-    items table to the core's items and the cold files' items; a note of the counts."""
+    items table to the core's items and the cold files' items; a note of the counts. With
+    ``drop_missing`` (``missing_items: drop``) the rows naming items the table lacks are
+    dropped first, so every user and item left has ``k`` interactions that are kept."""
     user, item, item_id = columns
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise DataError(f"k_core must be a whole number of interactions, 1 or more, not {k!r}")
     train = frames["train"]
-    kept = k_core(train, user, item, k)
+    counted = np.ones(len(train), dtype=bool)
+    if drop_missing and items is not None:
+        counted = train[item].isin(items[item_id]).to_numpy()
+    kept = np.zeros(len(train), dtype=bool)
+    kept[counted] = k_core(train[counted], user, item, k)
     core = train[kept]
     before = (train[user].nunique(), train[item].nunique(), len(train))
     after = (core[user].nunique(), core[item].nunique(), len(core))
     if after[2] == 0:
         raise DataError(f"{where['train']}: no user and item have {k} interactions (k_core: {k})")
+    missing = int((~counted).sum())
+    dropped = f" ({missing:,} naming items the table lacks dropped first)" if missing else ""
     notes.append(
         f"{where['train']}: k_core {k}: {before[0]:,} users, {before[1]:,} items, {before[2]:,} "
-        f"interactions -> {after[0]:,}, {after[1]:,}, {after[2]:,}"
+        f"interactions -> {after[0]:,}, {after[1]:,}, {after[2]:,}{dropped}"
     )
     frames = {**frames, "train": core}
     if items is not None:

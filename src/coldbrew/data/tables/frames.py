@@ -212,7 +212,9 @@ def _read_interactions(
     if items is not None:
         items = unique_items(items, [item_id, *content_columns], where["items"], notes)
     if k_core is not None:
-        frames, items = apply_k_core(frames, items, (user, item, item_id), k_core, where, notes)
+        frames, items = apply_k_core(
+            frames, items, (user, item, item_id), k_core, where, notes, missing_items == "drop"
+        )
     item_index = item_index_of(items, item_id, frames, item, where)
     codes = {
         split: item_codes(frame[item], item_index, missing_items, where[split], notes)
