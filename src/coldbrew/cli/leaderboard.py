@@ -194,9 +194,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def peak_memory_line() -> str:
-    """``peak memory: 1.2 GB in this process, 3.4 GB in its largest worker``: the board's."""
+    """``peak memory: 1.2 GB in this process, 3.4 GB in its largest child``: the board's (its
+    children: the --jobs workers, and any process a run started)."""
     from coldbrew.system.timing import peak_rss_bytes
 
     line = f"peak memory: {peak_rss_bytes() / 1e9:.1f} GB in this process"
     workers = peak_rss_bytes(children=True)
-    return line + (f", {workers / 1e9:.1f} GB in its largest worker" if workers else "")
+    return line + (f", {workers / 1e9:.1f} GB in its largest child" if workers else "")
