@@ -81,8 +81,10 @@ def build_model(
     backbone's embeddings for the models that learn from one (None: rebuilt from a checkpoint).
     ``fixed_shapes``: the model takes the step a GPU takes on any device (``Recommender``)."""
     model = model_spec(name).build(dataset, config, teacher)
-    if fixed_shapes:
-        model.fixed_shapes = True
+    if fixed_shapes:  # the model and its parts that choose a path (ContentEncoder)
+        for module in model.modules():
+            if hasattr(module, "fixed_shapes"):
+                module.fixed_shapes = True
     return model
 
 

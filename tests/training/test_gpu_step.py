@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from coldbrew import load_dataset
 from coldbrew.config import make_config
+from coldbrew.models.content import ContentEncoder
 from coldbrew.system.runtime import Runtime
 from coldbrew.training.run import build_trainer
 
@@ -167,15 +168,20 @@ def test_the_lm_cache_mode_gpu_step_has_no_host_sync(tmp_path, monkeypatch):
 
 
 ZOO_TRAINED = ("deepmusic", "dropoutnet", "heater", "gar", "aldi", "bpr")
+ZOO_CONTENT = ("deepmusic", "dropoutnet", "heater", "gar", "aldi")  # a ContentEncoder each
 
 
-def zoo_gpu_like_trainer(model: str, monkeypatch):
+def zoo_gpu_like_trainer(model: str, monkeypatch, wide: bool = False):
     """A zoo model's trainer taking the GPU's step (fixed shapes, rank sampler, bf16), over the
-    tests' deterministic SVD teacher in place of the collaborative backbone."""
+    tests' deterministic SVD teacher in place of the collaborative backbone; ``wide``: with a
+    64-value one-hot block, which the content encoder reads by its non-zeros."""
     from teacher_support import PROVIDER
 
     monkeypatch.setattr("coldbrew.registry.COLLABORATIVE", PROVIDER)
     dataset = load_dataset("synthetic:small", seed=1)
+    if wide:
+        authors = torch.arange(dataset.num_items) % 64
+        dataset.features["author"] = torch.nn.functional.one_hot(authors, 64).float()
     settings = {"data": "synthetic:small", "batch_size": 256, "quiet": True, "device": "cpu"}
     config = make_config({**settings, "model": model})
     if model != "bpr":
@@ -183,13 +189,20 @@ def zoo_gpu_like_trainer(model: str, monkeypatch):
     trainer = build_trainer(config, dataset, fixed_shapes=True)
     trainer.task.num_samples()  # builds the sampler
     assert trainer.model.fixed_shapes and trainer.task.sampler.method == "rank"
+    encoders = [m for m in trainer.model.modules() if isinstance(m, ContentEncoder)]
+    assert all(encoder.fixed_shapes and encoder.sparse == wide for encoder in encoders)
     trainer.runtime = Runtime(torch.device("cpu"), torch.bfloat16, None)
     return trainer
 
 
-@pytest.mark.parametrize("model", ZOO_TRAINED)
-def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
-    trainer = zoo_gpu_like_trainer(model, monkeypatch)
+ZOO_CASES = [(model, False) for model in ZOO_TRAINED] + [
+    pytest.param(model, True, id=f"{model}-sparse") for model in ZOO_CONTENT
+]
+
+
+@pytest.mark.parametrize(("model", "wide"), ZOO_CASES)
+def test_a_zoo_models_gpu_step_has_no_host_sync(model, wide, monkeypatch):
+    trainer = zoo_gpu_like_trainer(model, monkeypatch, wide)
     trainer.train_step(torch.arange(256))  # the first step creates Adam's state
     with NoHostSync(adam_step_counters(trainer.optimizer)) as spy:
         trainer.train_step(torch.arange(256, 512))
@@ -199,12 +212,12 @@ def test_a_zoo_models_gpu_step_has_no_host_sync(model, monkeypatch):
 # aot_eager traces the whole step (a graph break is an error whatever the backend) and its
 # backward in seconds; inductor also generates the kernels, a minute a model on 2 cores: slow
 @pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("model", ZOO_TRAINED)
-def test_a_zoo_models_whole_step_compiles_as_one_graph(model, backend, monkeypatch):
+@pytest.mark.parametrize(("model", "wide"), ZOO_CASES)
+def test_a_zoo_models_whole_step_compiles_as_one_graph(model, wide, backend, monkeypatch):
     # every case compiles the same `step` code object: past dynamo's recompile limit (8), a
     # full-graph compile fails, so `-m "slow or not slow"` failed the later models; start clean
     torch._dynamo.reset()
-    trainer = zoo_gpu_like_trainer(model, monkeypatch)
+    trainer = zoo_gpu_like_trainer(model, monkeypatch, wide)
     model, task = trainer.model, trainer.task
 
     def step(index: torch.Tensor) -> torch.Tensor:

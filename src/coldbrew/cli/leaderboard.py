@@ -192,4 +192,16 @@ def run(args: argparse.Namespace) -> int:
         print((Path(args.out) / LEADERBOARD_MD).read_text(), end="")
     else:
         print(board["wide_table"] if args.wide else board["table"])
+        if not quiet:
+            print(peak_memory_line())
     return 0
+
+
+def peak_memory_line() -> str:
+    """``peak memory: 1.2 GB in this process, 3.4 GB in its largest child``: the board's (its
+    children: the --jobs workers, and any process a run started)."""
+    from coldbrew.system.timing import peak_rss_bytes
+
+    line = f"peak memory: {peak_rss_bytes() / 1e9:.1f} GB in this process"
+    workers = peak_rss_bytes(children=True)
+    return line + (f", {workers / 1e9:.1f} GB in its largest child" if workers else "")

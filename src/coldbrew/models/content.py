@@ -16,6 +16,13 @@ from torch import nn
 
 from coldbrew.data.dataset import WordIds
 from coldbrew.errors import ColdbrewError
+from coldbrew.models.sparse_columns import (
+    SparseColumns,
+    is_sparse,
+    joined,
+    sparse_columns,
+    sparse_product,
+)
 
 WORD_DIM = 128
 
@@ -73,8 +80,34 @@ def normalized_raw_blocks(features: torch.Tensor, widths: list[int]) -> torch.Te
     return torch.cat([F.normalize(block, dim=1) for block in blocks], dim=1)
 
 
+def split_sparse(
+    blocks: list[torch.Tensor],
+) -> tuple[list[torch.Tensor], SparseColumns | None, list[int]]:
+    """The blocks kept dense, the sparse ones' non-zero columns (``None``: no block is sparse,
+    ``is_sparse``) and the dense blocks' columns in the joined width."""
+    kept, sparse, columns, offset = [], [], [], 0
+    for block in blocks:
+        if is_sparse(block):
+            sparse.append(sparse_columns(block, offset))
+        else:
+            kept.append(block)
+            columns += range(offset, offset + block.shape[1])
+        offset += block.shape[1]
+    if not sparse:
+        return blocks, None, columns
+    return kept, joined(sparse), columns
+
+
 class ContentEncoder(nn.Module):
-    """Item features → content embedding; ``forward(items)`` encodes only those items."""
+    """Item features → content embedding; ``forward(items)`` encodes only those items.
+
+    A wide block with few non-zeros a row (one-hot authors, ``sparse_columns.is_sparse``) is
+    kept as each item's non-zero columns and enters ``layer1`` by them (``sparse_layer1``): the
+    step then costs an item's non-zeros, not the block's width, with the same result.
+    """
+
+    # True: the GPU's ops on any device (set with the model's, ``registry.build_model``)
+    fixed_shapes: bool = False
 
     def __init__(
         self,
@@ -94,11 +127,20 @@ class ContentEncoder(nn.Module):
             raise ColdbrewError("at most one word-id feature block is supported")
         width = sum(block.shape[1] for block in dense)
         self.block_widths = [block.shape[1] for block in dense]  # raw blocks, in order
+        kept, sparse, columns = split_sparse(dense)
         self.register_buffer(
             "dense_features",
-            torch.cat(dense, dim=1) if dense else torch.zeros(num_items, 0),
+            torch.cat(kept, dim=1) if kept else torch.zeros(num_items, 0),
             persistent=False,  # data, not model state: evaluate --data reads its own features
         )
+        self.sparse = sparse is not None  # layer1 reads the sparse blocks by their non-zeros
+        if sparse is not None:
+            columns += list(range(width, width + (WORD_DIM if words else 0)))
+            self.register_buffer(
+                "dense_columns", torch.tensor(columns, dtype=torch.long), persistent=False
+            )
+            self.register_buffer("sparse_ids", sparse.ids, persistent=False)
+            self.register_buffer("sparse_values", sparse.values, persistent=False)
         self.word_table = None
         if words:
             word_ids = words[0]
@@ -132,7 +174,23 @@ class ContentEncoder(nn.Module):
         return torch.cat([features, pooled if items is None else pooled[items]], dim=1)
 
     def forward(self, items: torch.Tensor | None = None) -> torch.Tensor:
-        return self.encode(self.item_features(items))
+        """The content embeddings of ``items`` ``(n,)`` (None: every item)."""
+        if not self.sparse:
+            return self.encode(self.item_features(items))
+        fused = host_syncs_are_free(self.sparse_ids, self.fixed_shapes)
+        return self.layer2(F.leaky_relu(self.sparse_layer1(items, fused)))
+
+    def sparse_layer1(self, items: torch.Tensor | None, fused: bool) -> torch.Tensor:
+        """``layer1`` of the items' joined features, the sparse blocks' columns read by their
+        non-zeros: equal to ``layer1(item_features)`` of the dense blocks joined."""
+        weight = self.layer1.weight
+        dense = F.linear(
+            self.item_features(items), weight.index_select(1, self.dense_columns), self.layer1.bias
+        )
+        ids, values = self.sparse_ids, self.sparse_values
+        if items is not None:
+            ids, values = ids.index_select(0, items), values.index_select(0, items)
+        return dense + sparse_product(ids, values, weight, fused=fused)
 
     def encode(self, features: torch.Tensor) -> torch.Tensor:
         """``(n, width)`` normalised, concatenated feature blocks -> ``(n, dim)``."""

@@ -19,7 +19,14 @@ def peak_memory_bytes(device: torch.device) -> int:
     """Peak device memory on CUDA; peak resident set size of this process on CPU."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak_rss_bytes()
+
+
+def peak_rss_bytes(children: bool = False) -> int:
+    """Peak resident set size of this process, or (``children``) of the largest of its ended
+    child processes (a board's ``--jobs`` workers)."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    peak = resource.getrusage(who).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 

@@ -161,3 +161,47 @@ def test_data_with_no_cold_split_runs_a_board_on_folds(tmp_path):
     assert not list((tmp_path / "board" / "ridge" / "seed-1").glob("evaluation*.json"))
     final = json.loads((tmp_path / "board" / "ridge" / "seed-1" / "results.json").read_text())
     assert final["dataset"]["train_interactions"] == len(pairs)
+
+
+def trained_runs(out):
+    """Every seed run of the board: each model's and the blend's, final and on each fold."""
+    for name in [*MODELS, "blend-clcrec+ridge"]:
+        yield out / name / "seed-1"
+        for fold in range(FOLDS):
+            yield out / "folds" / name / f"fold-{fold}" / "seed-1"
+
+
+def test_a_runs_own_metrics_are_what_a_rescore_gives(board, tmp_path):
+    """The board reads a run's own convention from its results.json instead of scoring its best
+    checkpoint again: the numbers are the ones that re-score gave."""
+    from coldbrew.research.boards.board import own_metrics
+    from coldbrew.training.run_evaluation import evaluate_run
+
+    out, _ = board
+    for run in trained_runs(out):
+        convention = json.loads((run / "results.json").read_text())["config"]["cold_candidates"]
+        own = own_metrics(run, convention)
+        rescored = evaluate_run(run, cold_candidates=convention, output="rescored.json")
+        assert own is not None and own == rescored["metrics"], run
+        other = "split" if convention == "all" else "all"
+        assert own_metrics(run, other) is None  # another convention is scored, once
+
+
+def test_a_run_is_scored_under_the_other_convention_once_and_read_back(board, monkeypatch):
+    """Every run was scored under both conventions where it was trained: read back, the board
+    loads no checkpoint, and its rows are the same."""
+    out, result = board
+    for run in trained_runs(out):
+        own = json.loads((run / "results.json").read_text())["config"]["cold_candidates"]
+        other = "split" if own == "all" else "all"
+        assert (run / f"evaluation-{other}.json").exists() and not (
+            run / f"evaluation-{own}.json"
+        ).exists()
+
+    def no_scoring(*args, **kwargs):
+        raise AssertionError("the board scored a run again")
+
+    monkeypatch.setattr("coldbrew.training.run_evaluation.evaluate_run", no_scoring)
+    blends = parse_blends("clcrec+ridge", MODELS)
+    again = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
+    assert again["rows"] == result["rows"]

@@ -50,12 +50,16 @@ def no_cold_signal(runs: Sequence[dict], split: str) -> bool:
 
 
 def convention_metrics(seed_run: Path, convention: str, load_data=None) -> dict:
-    """A seed's best checkpoint scored under ``convention`` (read back when already written);
-    ``load_data(config)``: its data from a cache shared by the board's runs."""
+    """A seed's best checkpoint scored under ``convention``: the run's own metrics when it was
+    trained under it (``own_metrics``), else its evaluation read back when already written,
+    else scored now; ``load_data(config)``: its data from a cache shared by the board's runs."""
     from coldbrew.training.run_evaluation import evaluate_run
 
     if not json.loads((seed_run / "results.json").read_text()).get("metrics"):
         return {}  # data with no cold split: nothing to score (evaluate_run refuses it)
+    own = own_metrics(seed_run, convention)
+    if own is not None:
+        return own
     path = seed_run / f"evaluation-{convention}.json"
     if path.exists():
         saved = json.loads(path.read_text())
@@ -63,6 +67,25 @@ def convention_metrics(seed_run: Path, convention: str, load_data=None) -> dict:
             return saved["metrics"]
     options = {"cold_candidates": convention, "output": path.name, "load_data": load_data}
     return evaluate_run(seed_run, **options)["metrics"]
+
+
+def own_metrics(seed_run: Path, convention: str) -> dict | None:
+    """The metrics a trained run wrote (``results.json``) when it was trained under
+    ``convention`` in one process: the best checkpoint on every split, what a re-score would
+    give (the val of its best epoch is that checkpoint's own). None otherwise (a blend's, a
+    run of several processes, whose totals were summed in another order)."""
+    from coldbrew.data.dataset import EVALUATION_SPLITS
+    from coldbrew.training.run import RESULTS
+
+    path = seed_run / RESULTS
+    if not path.exists():
+        return None
+    results = json.loads(path.read_text())
+    trained = "history" in results and results.get("processes", 1) == 1
+    if not trained or results.get("config", {}).get("cold_candidates") != convention:
+        return None
+    metrics = {split: v for split, v in results["metrics"].items() if split in EVALUATION_SPLITS}
+    return metrics or None
 
 
 def model_row(

@@ -37,21 +37,35 @@ def fold_dir(out: Path, name: str, fold: int) -> Path:
     return out / FOLDS_DIR / name / f"fold-{fold}"
 
 
-def fold_unit(config: TrainConfig, seeds: Sequence[int], out: Path, fold: int) -> RunUnit:
-    """One model's run holding out fold ``fold`` (``config``: the model's board settings)."""
+def fold_unit(
+    config: TrainConfig, seeds: Sequence[int], out: Path, fold: int, conventions: Sequence[str] = ()
+) -> RunUnit:
+    """One model's run holding out fold ``fold`` (``config``: the model's board settings),
+    scored under ``conventions`` where it is trained."""
     fold_config = config.copy_with(fold=fold)
-    return RunUnit(fold_config, tuple(seeds), fold_dir(out, config.model, fold))
+    where = fold_dir(out, config.model, fold)
+    return RunUnit(fold_config, tuple(seeds), where, tuple(conventions))
 
 
-def final_unit(config: TrainConfig, seeds: Sequence[int], out: Path, epochs: int) -> RunUnit:
+def final_unit(
+    config: TrainConfig,
+    seeds: Sequence[int],
+    out: Path,
+    epochs: int,
+    conventions: Sequence[str] = (),
+) -> RunUnit:
     """One model's final run: every training item, ``epochs`` epochs."""
     final_config = config.copy_with(fold=None, epochs=epochs)
-    return RunUnit(final_config, tuple(seeds), out / config.model)
+    return RunUnit(final_config, tuple(seeds), out / config.model, tuple(conventions))
 
 
 def fold_units(plan: BoardPlan) -> dict[str, RunUnit]:
     """``{"clcrec/fold-2": its unit}``: every fold of every model, model by model."""
-    units = [fold_unit(c, plan.seeds, plan.out, f) for c in plan.configs for f in range(plan.folds)]
+    units = [
+        fold_unit(config, plan.seeds, plan.out, fold, plan.conventions)
+        for config in plan.configs
+        for fold in range(plan.folds)
+    ]
     return {unit.name: unit for unit in units}
 
 
@@ -104,7 +118,7 @@ def cross_validate_models(
         epochs = chosen_epochs(curve)
         log(f"{model}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
         results[model] = {"epochs": epochs, "curve": curve, "monitor": monitor}
-        finals[model] = final_unit(config, plan.seeds, plan.out, epochs)
+        finals[model] = final_unit(config, plan.seeds, plan.out, epochs, plan.conventions)
     for model, final in train_units(finals, jobs, cache, log).items():
         results[model]["final"] = final
     return results

@@ -3,10 +3,12 @@ conventions of the cold group.
 
 Each model is a multi-seed run ``OUT/MODEL`` (``coldbrew.research.seeds.train_seeds``: every
 seed through the one way in) with the run options given (data, features, text encoder, epochs
-...) and the model's own defaults. Every seed's best checkpoint is then scored under both
+...) and the model's own defaults. Every seed's best checkpoint is scored under both
 conventions (``--cold-candidates``: ``all``, a split's users ranked over every cold item, as
-CLCRec; ``split``, over that split's own cold items, as DropoutNet, Heater and ColdRec), into
-``OUT/MODEL/seed-N/evaluation-<convention>.json``.
+CLCRec; ``split``, over that split's own cold items, as DropoutNet, Heater and ColdRec): under
+its own by its training (its ``results.json``), under the other once, where it was trained
+(its process with ``--jobs``), into ``OUT/MODEL/seed-N/evaluation-<convention>.json``; the
+board's rows only read these files.
 
 The table: per model, mean ± std over seeds of each metric for every split, group and
 convention the data has, and the seconds a seed's run took (a blend's: its own plus those
@@ -134,12 +136,14 @@ def plan_board(
     blends: Sequence[Sequence[Member]],
     seeds: Sequence[int],
     out: Path,
+    conventions: Sequence[str] = (),
 ) -> BoardPlan:
     """What the board in ``out`` trains, made once: every model's config (each option checked
-    before anything is trained), with the models and blends an earlier call trained there."""
+    before anything is trained), with the models and blends an earlier call trained there;
+    each run is scored under ``conventions`` where it is trained."""
     configs = model_configs(base_layers, models)
     configs, blends = with_earlier(out, configs, blends, base_layers)
-    return BoardPlan(tuple(configs), tuple(blends), tuple(seeds), out)
+    return BoardPlan(tuple(configs), tuple(blends), tuple(seeds), out, tuple(conventions))
 
 
 def with_earlier(
@@ -319,7 +323,7 @@ def leaderboard(
 
     out = Path(out)
     check_out_dir(out)
-    plan = plan_board(base_layers, models, blends, seeds, out)  # each option checked here
+    plan = plan_board(base_layers, models, blends, seeds, out, conventions)  # options checked
     out.mkdir(parents=True, exist_ok=True)
     cache = DataCache()
     if claims is not None:

@@ -28,6 +28,8 @@ class RunUnit:
     config: TrainConfig
     seeds: tuple[int, ...]
     run_dir: Path
+    # the conventions the board scores it under: scored where it is trained (its process), once
+    conventions: tuple[str, ...] = ()
 
     @property
     def model(self) -> str:
@@ -55,6 +57,7 @@ class BoardPlan:
     blends: tuple[Sequence[Member], ...]
     seeds: tuple[int, ...]
     out: Path
+    conventions: tuple[str, ...] = ()  # what the board's rows score each run under
 
     @property
     def models(self) -> list[str]:
@@ -67,7 +70,7 @@ class BoardPlan:
 
     def model_units(self) -> dict[str, RunUnit]:
         """``{"clcrec": its run OUT/clcrec}``: each model's run with the board's settings."""
-        units = [RunUnit(c, self.seeds, self.out / c.model) for c in self.configs]
+        units = [RunUnit(c, self.seeds, self.out / c.model, self.conventions) for c in self.configs]
         return {unit.name: unit for unit in units}
 
 
@@ -102,7 +105,21 @@ def train_model(unit: RunUnit, cache: Any, log: Callable[[str], None]) -> dict:
     seeds = list(unit.seeds)
     log(f"{unit.model}: {'continuing' if resume else 'training'} seeds {seeds} in {unit.run_dir}")
     options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
-    return train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
+    results = train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
+    score_conventions(unit, cache)
+    return results
+
+
+def score_conventions(unit: RunUnit, cache: Any) -> None:
+    """Each seed of ``unit`` scored under the board's conventions, where it was trained: its
+    own convention is its results (nothing to do), another one is written once
+    (``evaluation-<convention>.json``), so the board's rows only read files."""
+    from coldbrew.research.boards.board import convention_metrics
+    from coldbrew.research.seeds import seed_dir
+
+    for seed in unit.seeds:
+        for convention in unit.conventions:
+            convention_metrics(seed_dir(unit.run_dir, seed), convention, cache)
 
 
 def train_units(

@@ -86,7 +86,8 @@ def claim_folds(plan: BoardPlan, claims, cache, log) -> None:
     def final_of(name: str) -> RunUnit:
         model = name.removesuffix("/final")
         _, curve = fold_curve(plan.out, model, plan.folds, plan.seeds)
-        return final_unit(configs[model], plan.seeds, plan.out, chosen_epochs(curve))
+        epochs = chosen_epochs(curve)
+        return final_unit(configs[model], plan.seeds, plan.out, epochs, plan.conventions)
 
     finals = [f"{model}/final" for model in configs]
     run_claimed(finals, final_of, train_model, claims, cache, log)
