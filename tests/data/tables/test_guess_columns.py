@@ -73,6 +73,20 @@ def test_a_wide_label_column_is_text_and_says_why():
     assert kind("brand", ["Acme", "Lux"] * 200) == "categories"
 
 
+def test_a_wide_label_whose_values_repeat_is_text_and_categories_too():
+    # 3,000 authors: 2,500 with one book, 500 with 3 books each (1,500 of 4,000 items: 38 %)
+    authors = [f"Solo {n}" for n in range(2500)] + [f"Prolific {n}" for n in range(500)] * 3
+    kind_of, why = content_kind("author", pd.Series(authors))
+    assert kind_of == "text+categories"
+    assert why == (
+        "3,000 distinct values, 83% seen once: too many for a category, so text; its most "
+        "frequent values, each on 2 items or more, cover 38% of the items, so categories too"
+    )
+    # titles: a few repeat (reprints), most do not: text alone
+    titles = [f"Title {n}" for n in range(3000)] + [f"Title {n}" for n in range(100)]
+    assert content_kind("title", pd.Series(titles))[0] == "text"
+
+
 def test_years_are_numeric_and_a_numbered_id_column_is_skipped():
     assert content_kind("year", pd.Series(["1999", "2001", "2001"])) == (
         "numeric",

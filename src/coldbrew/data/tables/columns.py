@@ -23,6 +23,8 @@ from coldbrew.data.tables.content import MAX_CATEGORIES
 
 LONG_TEXT = 40  # characters on average: free text, whatever characters it holds
 SHORT_PIECE = 30  # characters: a '|'-list's pieces are short labels
+# a wide label whose kept values (each on 2+ items) cover this share of items: a category too
+REPEATED_SHARE = 0.2
 INDEX_NAMES = re.compile(r"(?:unnamed: ?\d+|index|level_0|)$", re.I)
 EMAIL_NAME = re.compile(r"e-?mail", re.I)
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+|[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
@@ -93,7 +95,8 @@ def matched_ids(values) -> np.ndarray:
 
 
 def content_kind(name: str, values: pd.Series) -> tuple[str | None, str]:
-    """``(kind, why)``: the block an items table's column makes, ``None`` to skip it."""
+    """``(kind, why)``: the block an items table's column makes, ``None`` to skip it;
+    ``"text+categories"``: both (a wide label whose frequent values repeat, as authors)."""
     present = values.dropna()
     present = present[present.astype(str).str.strip() != ""]
     if present.empty:
@@ -121,8 +124,14 @@ def content_kind(name: str, values: pd.Series) -> tuple[str | None, str]:
     counts = text.value_counts()
     once = float((counts == 1).mean())
     if distinct > MAX_CATEGORIES or (distinct >= 100 and once > 0.5):
-        return "text", (
-            f"{distinct:,} distinct values, {once:.0%} seen once: too many for a category"
+        many = f"{distinct:,} distinct values, {once:.0%} seen once: too many for a category"
+        top = counts.iloc[:MAX_CATEGORIES]
+        covered = float(top[top > 1].sum() / len(text))  # items sharing a kept value
+        if covered < REPEATED_SHARE:
+            return "text", many
+        return "text+categories", (
+            f"{many}, so text; its most frequent values, each on 2 items or more, cover "
+            f"{covered:.0%} of the items, so categories too"
         )
     spaced = text.str.contains(" ", regex=False).mean()
     if share >= 0.9 or (share > 0.5 and spaced > 0.5):

@@ -331,8 +331,9 @@ def _content(table: Table, id_column: str, spec: dict) -> list[str]:
         if kind is None:
             lines.append(f"{table.name}: {column!r} is {why}")
             continue
-        kinds[kind].append(column)
-        lines.append(f"{table.name}: {column!r} is {kind} ({why})")
+        for each in kind.split("+"):  # "text+categories": both blocks
+            kinds[each].append(column)
+        lines.append(f"{table.name}: {column!r} is {kind.replace('+', ' and ')} ({why})")
     spec.update({kind: columns for kind, columns in kinds.items() if columns})
     return lines
 
