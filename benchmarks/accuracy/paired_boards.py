@@ -27,6 +27,12 @@ def rows(board: Path) -> tuple[dict, dict]:
     return payload, {row["model"]: row for row in payload["rows"]}
 
 
+def report_mean(row: dict, convention: str, metric: str) -> str:
+    """The final run's report score, or "none" on data with no validation to report on."""
+    cold = row["metrics"].get(convention, {}).get("report", {}).get("cold", {})
+    return f"{cold[metric]['mean']:.4f}" if metric in cold else "none"
+
+
 def compare(a: Path, b: Path, metric: str) -> list[str]:
     board_a, rows_a = rows(a)
     board_b, rows_b = rows(b)
@@ -44,15 +50,14 @@ def compare(a: Path, b: Path, metric: str) -> list[str]:
                 "B leads" if interval["low"] > 0 else "A leads" if interval["high"] < 0 else "level"
             )
             report = [
-                row["metrics"][convention]["report"]["cold"][metric]["mean"]
-                for row in (rows_a[model], rows_b[model])
+                report_mean(row, convention, metric) for row in (rows_a[model], rows_b[model])
             ]
             lines.append(
                 f"{model:12s} {convention:5s} A {np.mean(scores_a):.4f} ± {np.std(scores_a, ddof=1):.4f}"
                 f"  B {np.mean(scores_b):.4f} ± {np.std(scores_b, ddof=1):.4f}"
                 f"  B-A {interval['mean']:+.4f} [{interval['low']:+.4f}, {interval['high']:+.4f}]"
                 f" {verdict:7s}  B/A {np.mean(scores_b) / np.mean(scores_a):.3f}"
-                f"  report A {report[0]:.4f} B {report[1]:.4f}"
+                f"  report A {report[0]} B {report[1]}"
             )
     return lines
 
