@@ -82,6 +82,10 @@ def test_a_wide_label_whose_values_repeat_is_text_and_categories_too():
         "3,000 distinct values, 83% seen once: too many for a category, so text; its most "
         "frequent values, each on 2 items or more, cover 38% of the items, so categories too"
     )
+    # the same authors on 100,000 items: a 100,000 x 2,000 block (0.7 GiB) is not guessed
+    many = pd.Series((authors * 34)[:100_000])
+    kind_of, why = content_kind("author", many)
+    assert kind_of == "text" and "would take 0.7 GiB: text only" in why
     # titles: a few repeat (reprints), most do not: text alone
     titles = [f"Title {n}" for n in range(3000)] + [f"Title {n}" for n in range(100)]
     assert content_kind("title", pd.Series(titles))[0] == "text"

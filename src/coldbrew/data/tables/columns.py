@@ -25,6 +25,7 @@ LONG_TEXT = 40  # characters on average: free text, whatever characters it holds
 SHORT_PIECE = 30  # characters: a '|'-list's pieces are short labels
 # a wide label whose kept values (each on 2+ items) cover this share of items: a category too
 REPEATED_SHARE = 0.2
+MAX_BLOCK_CELLS = 100_000_000  # a guessed category block's items x values: 0.4 GiB as float32
 INDEX_NAMES = re.compile(r"(?:unnamed: ?\d+|index|level_0|)$", re.I)
 EMAIL_NAME = re.compile(r"e-?mail", re.I)
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+|[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
@@ -129,6 +130,13 @@ def content_kind(name: str, values: pd.Series) -> tuple[str | None, str]:
         covered = float(top[top > 1].sum() / len(text))  # items sharing a kept value
         if covered < REPEATED_SHARE:
             return "text", many
+        cells = len(values) * min(distinct, MAX_CATEGORIES)
+        if cells > MAX_BLOCK_CELLS:  # the block is dense in memory: 4 bytes a cell
+            return "text", (
+                f"{many}; its frequent values repeat, but a category block of "
+                f"{len(values):,} items x {min(distinct, MAX_CATEGORIES):,} values would take "
+                f"{cells * 4 / 2**30:.1f} GiB: text only (name it under categories to have both)"
+            )
         return "text+categories", (
             f"{many}, so text; its most frequent values, each on 2 items or more, cover "
             f"{covered:.0%} of the items, so categories too"
