@@ -101,3 +101,30 @@ def test_rotated_keys_per_row_equal_a_sort_on_score_then_rotated_key(levels):
         expected = reference_top(scores[row].tolist(), rotated, 7)
         assert columns[row].tolist() == expected == merged_ids[row].tolist()
     assert torch.equal(values, merged_values)
+
+
+@pytest.mark.parametrize("rotated", [False, True])
+def test_wide_rows_with_ties_near_the_top_equal_the_plain_sort(rotated, monkeypatch):
+    # items with the same content score alike: wide rows whose best values repeat, so the tied
+    # rows are re-ranked from their entries at or above the cut, not the whole row
+    width, k = 3000, 20
+    generator = torch.Generator().manual_seed(7)
+    scores = torch.rand(40, width, generator=generator)
+    best = scores.topk(30, dim=1).values
+    scores[:, 100:110] = best[:, :1]  # ten copies of each row's best
+    scores[:, 200:260] = best[:, 5:6]  # sixty copies of the sixth, across the cut at 20
+    scores[5, :] = 0.5  # one row that scores everything alike
+    keys = torch.from_numpy(tie_keys(width))
+    shift = torch.from_numpy(tie_shifts(40, width)) if rotated else None
+    fetched = []
+    plain_topk = torch.topk
+    monkeypatch.setattr(torch, "topk", lambda *a, **o: fetched.append(a[1]) or plain_topk(*a, **o))
+    values, columns = top_k(scores, k, keys, shift, width)
+    # a row's entries at or above its cut: its best 11 times, 4 others, its sixth 61 times
+    assert fetched == [k + 1, 76]
+    for row in range(40):
+        rotation = int(shift[row]) if rotated else 0
+        row_keys = ((keys + rotation) % width).tolist()
+        expected = reference_top(scores[row].tolist(), row_keys, k)
+        assert columns[row].tolist() == expected
+        assert values[row].tolist() == scores[row, expected].tolist()

@@ -17,7 +17,8 @@ same tied items for all (one random draw, far from chance on popular-skewed data
 keep runs comparable and every list deterministic.
 
 Cost: ``topk(K + 1)`` instead of ``topk(K)``; a row whose K + 1 best hold two equal scores (few,
-unless many items share a score) is re-ranked by a stable sort of the whole row in key order.
+unless many items share a score) is re-ranked by a stable sort of its entries at or above its
+K-th value in key order (of the whole row only when those are most of it).
 """
 
 from __future__ import annotations
@@ -93,20 +94,47 @@ def top_k(
     tied_rows = (values[:, 1:] == values[:, :-1]).any(1).nonzero().squeeze(1)
     values, columns = values[:, :k], columns[:, :k]
     if tied_rows.numel():
-        sorted_keys, by_key = keys.sort()  # the columns in key order
-        if shift is None:
-            order = by_key.expand(len(tied_rows), -1)
-        else:  # rotated keys: the row's order starts at its first key >= modulus - shift
-            start = torch.searchsorted(sorted_keys, modulus - shift[tied_rows])
-            steps = torch.arange(width, device=scores.device)
-            order = by_key[(steps + start[:, None]) % width]
-        # a stable sort on value keeps the key order among equal values
-        exact_values, position = (
-            scores[tied_rows].gather(1, order).sort(dim=1, descending=True, stable=True)
+        rows_shift = None if shift is None else shift[tied_rows]
+        exact = ordered_top_k(
+            scores[tied_rows], k, values[tied_rows, -1], keys, rows_shift, modulus
         )
-        exact_columns = order.gather(1, position)
         values, columns = values.clone(), columns.clone()
-        values[tied_rows], columns[tied_rows] = exact_values[:, :k], exact_columns[:, :k]
+        values[tied_rows], columns[tied_rows] = exact
+    return values, columns
+
+
+def ordered_top_k(
+    scores: torch.Tensor,
+    k: int,
+    cut: torch.Tensor,
+    keys: torch.Tensor,
+    shift: torch.Tensor | None,
+    modulus: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``top_k`` of rows whose best scores hold ties, ``cut`` (B,) each row's k-th best value.
+
+    Only a row's entries at or above its cut can enter its top k. Rows where those are few
+    (a quarter of the row at most) rank only them, fetched by ``topk``; the other rows (a model
+    that scores everything alike) rank the whole row. Either way the candidates are sorted by
+    rotated key, then stably by value."""
+    width = scores.shape[1]
+    counts = (scores >= cut[:, None]).sum(1)
+    narrow = (counts * 4 <= width) & (counts >= k)  # fewer than k: a NaN in the row
+    values = scores.new_empty(len(scores), k)
+    columns = torch.empty(len(scores), k, dtype=torch.int64, device=scores.device)
+    for rows in (narrow.nonzero().squeeze(1), (~narrow).nonzero().squeeze(1)):
+        if not rows.numel():
+            continue
+        part = scores[rows]
+        if bool(narrow[rows[0]]):
+            candidates = torch.topk(part, int(counts[rows].max()), dim=1).indices
+        else:
+            candidates = torch.arange(width, device=scores.device).expand(len(rows), -1)
+        rows_shift = None if shift is None else shift[rows]
+        by_key = row_keys(keys[candidates], rows_shift, modulus).argsort(dim=1)
+        candidates = candidates.gather(1, by_key)
+        ordered, position = part.gather(1, candidates).sort(dim=1, descending=True, stable=True)
+        values[rows], columns[rows] = ordered[:, :k], candidates.gather(1, position[:, :k])
     return values, columns
 
 
