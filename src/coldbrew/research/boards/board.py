@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from coldbrew.registry import MODELS
+from coldbrew.research.boards.blend_names import PREFIX
 from coldbrew.research.boards.compare import NO_COLD_SIGNAL
 from coldbrew.research.boards.encoder_rows import split_row
 from coldbrew.research.summary import format_mean_std, mean_std, reported_split
@@ -122,10 +123,10 @@ def model_row(
                     cell.setdefault(group, {})[name] = mean_std(values)
     wall = mean_std(seed_seconds(model, trained))
     summary = results.get("dataset") or next(iter(results["per_seed"].values())).get("dataset")
-    trained_model, encoder = split_row(model)
+    trained_model, encoder = (model, None) if model.startswith(PREFIX) else split_row(model)
     return {
         "model": model,
-        "text_encoder": encoder,  # the row's, on a board of several encoders; else None
+        "text_encoder": encoder,  # its name's, on a board of several encoders; else None
         "one_list": trained_model in MODELS and not MODELS[trained_model].personalised,
         "seeds": seeds,
         "wall_seconds": wall,
