@@ -20,7 +20,7 @@ LEADERBOARD_EXAMPLES = """Examples:
   coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
       --epochs 20 --out runs/board-100k --markdown
   coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
-  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \\
       --seeds 1 --folds 5 --jobs 2 --out runs/folds   # folds choose, all of validation reports
   coldbrew leaderboard ... --out /shared/runs/board --claims postgresql://host/db  # one worker
       of many: run the same command on each machine; its runs are handed out

@@ -80,7 +80,7 @@ def board(tmp_path_factory):
         out = root / "board"
         result = leaderboard(layers(data, folds=FOLDS), ["ridge", "popularity"], [1], out,
                              blends=blends, **options)  # fmt: skip
-        yield out, result, patch
+        yield out, result
 
 
 def fold_dataset(out: Path, row: str, fold: int):
@@ -90,7 +90,7 @@ def fold_dataset(out: Path, row: str, fold: int):
 
 
 def test_a_row_per_model_and_encoder_each_trained_with_its_encoder(board):
-    out, result, _ = board
+    out, result = board
     assert [row["model"] for row in result["rows"]] == [*ROWS, BLEND]
     assert [row["text_encoder"] for row in result["rows"]] == [*ENCODERS, *ENCODERS, None]
     for row in ROWS:
@@ -101,7 +101,7 @@ def test_a_row_per_model_and_encoder_each_trained_with_its_encoder(board):
 
 
 def test_every_encoder_is_cross_validated_on_the_same_fold_items(board):
-    out, _, patch = board
+    out, _ = board
     held = {}
     for row in ("ridge@minilm", "ridge@mpnet@128"):
         for fold in range(FOLDS):
@@ -118,7 +118,7 @@ def test_every_encoder_is_cross_validated_on_the_same_fold_items(board):
 
 
 def test_the_paired_test_compares_rows_across_encoders_pair_by_pair(board):
-    _, result, _ = board
+    _, result = board
     for lead in result["leads"].values():
         names = {lead["best"], *lead["versus"]}
         assert names == {*ROWS, BLEND}
@@ -133,7 +133,7 @@ def test_the_paired_test_compares_rows_across_encoders_pair_by_pair(board):
 
 
 def test_a_blend_mixes_runs_of_two_encoders_fold_by_fold(board):
-    out, _, _ = board
+    out, _ = board
     for fold in range(FOLDS):
         saved = load_saved_config(out / "folds" / BLEND / f"fold-{fold}" / "seed-1" / "config.yaml")
         assert saved["blend"]["runs"] == [
@@ -148,7 +148,7 @@ def test_a_blend_mixes_runs_of_two_encoders_fold_by_fold(board):
 
 
 def test_the_markdown_and_json_name_each_rows_model_and_encoder(board):
-    out, _, _ = board
+    out, _ = board
     written = json.loads((out / "leaderboard.json").read_text())
     assert [(row["model"], row["text_encoder"]) for row in written["rows"][:2]] == [
         ("ridge@minilm", "minilm"),
@@ -160,7 +160,7 @@ def test_the_markdown_and_json_name_each_rows_model_and_encoder(board):
 
 
 def test_a_second_call_with_one_encoder_keeps_the_others_rows_and_trains_nothing(board):
-    out, _, patch = board
+    out, _ = board
     trained = (out / "ridge@mpnet@128" / "seed-1" / "results.json").stat().st_mtime_ns
     data = Path(load_saved_config(out / "ridge@minilm" / "seed-1" / "config.yaml")["data"])
     options = {"plot": False, "log": lambda _: None, "text_encoders": ["minilm"]}
