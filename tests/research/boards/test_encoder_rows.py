@@ -225,6 +225,7 @@ def test_a_blend_of_a_model_on_a_board_of_encoders_names_the_rows():
 
 
 SYNTHETIC = ["--data", "synthetic:small,users=120,items=80", "--ks", "5,20", "--quiet"]
+SYNTHETIC_LAYER = {"data": "synthetic:small,users=120,items=80", "ks": [5, 20], "quiet": True}
 
 
 @pytest.mark.parametrize(
@@ -268,3 +269,19 @@ def test_the_command_without_folds_puts_every_encoder_on_the_same_split(tmp_path
         for row in ("ridge@minilm", "ridge@mpnet@128")
     ]
     assert summaries[0] == summaries[1]  # the same users, items and cold split
+
+
+def test_a_worker_sharing_the_board_claims_each_rows_folds_and_final_run(tmp_path):
+    lines: list[str] = []
+    options = {"plot": False, "log": lines.append, "text_encoders": ENCODERS}
+    claims = str(tmp_path / "claims")
+    result = leaderboard(({**SYNTHETIC_LAYER, "folds": 2},), ["ridge"], [1], tmp_path / "board",
+                         claims=claims, **options)  # fmt: skip
+    claimed = sorted(
+        line.split("claimed ")[1].split(" (")[0] for line in lines if "claimed " in line
+    )
+    rows = ["ridge@minilm", "ridge@mpnet@128"]
+    assert claimed == sorted(
+        f"{row}/{unit}" for row in rows for unit in ("fold-0", "fold-1", "final")
+    )
+    assert [row["model"] for row in result["rows"]] == rows
