@@ -159,6 +159,18 @@ def test_the_markdown_and_json_name_each_rows_model_and_encoder(board):
         assert f"| {name} " in markdown
 
 
+def test_the_terminal_table_names_every_row_and_aligns_the_leads_of_long_names(board):
+    _, result = board
+    table = result["table"].splitlines()
+    for name in [*ROWS, BLEND]:
+        assert any(line.startswith(name + " ") for line in table)
+    leads = [line for line in table if line.startswith("  ")]
+    assert len(leads) == 2 * len(ROWS)  # per convention, every row but the best
+    # each lead's mean starts in one column, past the longest name (the blend's, 39 letters)
+    starts = {line.index(" +") if " +" in line else line.index(" -") for line in leads}
+    assert len(starts) == 1 and starts.pop() >= 2 + len(BLEND)
+
+
 def test_a_second_call_with_one_encoder_keeps_the_others_rows_and_trains_nothing(board):
     out, _ = board
     trained = (out / "ridge@mpnet@128" / "seed-1" / "results.json").stat().st_mtime_ns
