@@ -178,8 +178,12 @@ def run(args: argparse.Namespace) -> int:
         raise ColdbrewError("give --models LIST, e.g. clcrec,knn (or a --config that names them)")
     models = parse_models(models)
     encoders = board_encoders(args.text_encoders, flags, preset, named)
-    rows = [row for row, _ in board_rows((preset, Flags(flags)), models, encoders)]
-    rows = rows if encoders else models
+    # a blend joins the board's rows: its models, or MODEL@ENCODER with encoders
+    rows = (
+        [row for row, _ in board_rows((preset, Flags(flags)), models, encoders)]
+        if encoders
+        else models
+    )
     seeds = parse_seeds(args.seeds or named.get("seeds") or "1,2,3")
     blends = parse_blends(args.blend or named.get("blend"), rows)
     blend_objective = args.blend_objective or named.get("blend_objective") or "monitored"

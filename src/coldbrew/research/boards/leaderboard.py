@@ -177,14 +177,14 @@ def with_earlier(
         config = by_row.get(name) or row_config(base_layers, name)
         check_earlier(out, config, name)
         by_row.setdefault(name, config)
-    models = list(by_row)
+    known = list(by_row)
     blends = [list(blend) for blend in blends]
     for name in names:
         if not name.startswith(PREFIX):
             continue
         try:
-            found = parse_blend(name.removeprefix(PREFIX), models)
-        except ColdbrewError:  # a blend of models this call does not have
+            found = parse_blend(name.removeprefix(PREFIX), known)
+        except ColdbrewError:  # a blend of rows this call does not have
             continue
         if found not in blends:
             blends.append(found)
