@@ -297,3 +297,17 @@ def test_a_worker_sharing_the_board_claims_each_rows_folds_and_final_run(tmp_pat
         f"{row}/{unit}" for row in rows for unit in ("fold-0", "fold-1", "final")
     )
     assert [row["model"] for row in result["rows"]] == rows
+
+
+def test_a_presets_list_makes_the_rows_and_a_text_encoder_flag_wins_over_it(tmp_path, capsys):
+    preset = tmp_path / "board.yaml"
+    preset.write_text("leaderboard:\n  models: [ridge]\n  text_encoders: [minilm, mpnet@128]\n")
+    command = ["leaderboard", *SYNTHETIC, "--config", str(preset), "--seeds", "1", "--no-plot"]
+    assert main([*command, "--out", str(tmp_path / "list")]) == 0
+    board = json.loads((tmp_path / "list" / "leaderboard.json").read_text())
+    assert [row["model"] for row in board["rows"]] == ["ridge@minilm", "ridge@mpnet@128"]
+    assert main([*command, "--text-encoder", "mpnet", "--out", str(tmp_path / "one")]) == 0
+    board = json.loads((tmp_path / "one" / "leaderboard.json").read_text())
+    assert [(row["model"], row["text_encoder"]) for row in board["rows"]] == [("ridge", None)]
+    saved = load_saved_config(tmp_path / "one" / "ridge" / "seed-1" / "config.yaml")
+    assert saved["text_encoder"] == "mpnet"
