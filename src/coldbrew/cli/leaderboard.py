@@ -20,12 +20,15 @@ LEADERBOARD_EXAMPLES = """Examples:
   coldbrew leaderboard --data ml-100k --features genre,text --models clcrec,lm --seeds 1,2,3 \\
       --epochs 20 --out runs/board-100k --markdown
   coldbrew leaderboard --config configs/best.yaml --data ml-1m-coldstart --out runs/best
-  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models clcrec,aldi,ridge \\
       --seeds 1 --folds 5 --jobs 2 --out runs/folds   # folds choose, all of validation reports
   coldbrew leaderboard ... --out /shared/runs/board --claims postgresql://host/db  # one worker
       of many: run the same command on each machine; its runs are handed out
   coldbrew leaderboard --data ml-100k --features genre,text --models knn,deepmusic,gar,ridge \\
       --seeds 1,2 --jobs 2 --out runs/board-2    # two models at once, one per core
+  coldbrew leaderboard --data ml-1m-coldstart --features genre,text --models aldi,ridge \\
+      --text-encoders minilm,mpnet@128 --folds 5 --seeds 1 --out runs/encoders \\
+      --blend aldi@mpnet@128+ridge@minilm   # rows aldi@minilm, aldi@mpnet@128, ridge@...
 Running the same command again trains only what is missing and prints the table."""
 
 BLEND_EXAMPLES = """Examples:
@@ -52,10 +55,18 @@ def add_parser(commands) -> None:
     board.add_argument("--seeds", metavar="LIST", help="default: the --config's seeds, else 1,2,3")
     board.add_argument("--out", required=True, metavar="DIR", help="leaderboard directory")
     board.add_argument(
+        "--text-encoders",
+        metavar="LIST",
+        help="a row per model and text encoder, e.g. minilm,mpnet@128: rows MODEL@ENCODER "
+        "(ridge@mpnet@128) on the same split or folds; a model that reads no text block gets "
+        "one row; instead of --text-encoder",
+    )
+    board.add_argument(
         "--blend",
         metavar="A+B,...",
         help="also blend these models' runs per seed (weights chosen on val), e.g. clcrec+knn; "
-        "(A+B)+C blends the finished blend of A and B with C",
+        "(A+B)+C blends the finished blend of A and B with C; with --text-encoders name rows: "
+        "aldi@mpnet@128+ridge@minilm",
     )
     add_objective_option(
         board,
@@ -67,7 +78,7 @@ def add_parser(commands) -> None:
     board.add_argument(
         "--config",
         help="YAML preset every model starts from (its leaderboard: section may name the models, "
-        "blend, blend_objective, seeds and jobs); flags override it",
+        "text_encoders, blend, blend_objective, seeds and jobs); flags override it",
     )
     board.add_argument(
         "--jobs",
@@ -149,6 +160,7 @@ def run_blend(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from coldbrew.config import Flags, load_yaml
     from coldbrew.research.boards.blend_names import parse_blends
+    from coldbrew.research.boards.encoder_rows import board_rows
     from coldbrew.research.boards.leaderboard import board_preset, leaderboard, parse_models
     from coldbrew.research.search.parallel import parse_jobs
     from coldbrew.research.seeds import parse_seeds
@@ -165,8 +177,15 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         raise ColdbrewError("give --models LIST, e.g. clcrec,knn (or a --config that names them)")
     models = parse_models(models)
+    encoders = board_encoders(args.text_encoders, flags, preset, named)
+    # a blend joins the board's rows: its models, or MODEL@ENCODER with encoders
+    rows = (
+        [row for row, _ in board_rows((preset, Flags(flags)), models, encoders)]
+        if encoders
+        else models
+    )
     seeds = parse_seeds(args.seeds or named.get("seeds") or "1,2,3")
-    blends = parse_blends(args.blend or named.get("blend"), models)
+    blends = parse_blends(args.blend or named.get("blend"), rows)
     blend_objective = args.blend_objective or named.get("blend_objective") or "monitored"
     jobs = parse_jobs(args.jobs or named.get("jobs") or 1)
     require_data(flags, preset)  # as train: a board on generated data looks like a real one
@@ -182,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         plot=args.plot,
         jobs=jobs,
         claims=args.claims,
+        text_encoders=encoders,
         log=(lambda _: None) if quiet else print,
     )
     if args.markdown:
@@ -195,6 +215,29 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(peak_memory_line())
     return 0
+
+
+def board_encoders(given: str | None, flags: dict, preset: dict, named: dict) -> list[str]:
+    """The board's text encoders: ``--text-encoders``, else the preset's ``leaderboard:
+    text_encoders`` unless ``--text-encoder`` gives one (flags win over the preset); none for a
+    board of one encoder. One encoder and a list from the same place are refused."""
+    from coldbrew.config import canonical_key
+    from coldbrew.research.boards.encoder_rows import parse_text_encoders
+
+    in_preset = "text_encoder" in {canonical_key(str(key)) for key in preset}
+    if given and "text_encoder" in flags:
+        raise ColdbrewError(
+            "give --text-encoders LIST (a row per encoder) or --text-encoder NAME (one), not both"
+        )
+    if not given and named.get("text_encoders") and in_preset:
+        raise ColdbrewError(
+            "the --config gives text_encoder and leaderboard: text_encoders; keep one of them"
+        )
+    if given:
+        return parse_text_encoders(given)
+    if named.get("text_encoders") and "text_encoder" not in flags:
+        return parse_text_encoders(named["text_encoders"])
+    return []
 
 
 def peak_memory_line() -> str:

@@ -51,18 +51,25 @@ def split_members(text: str) -> list[str]:
 
 
 def model_names(text: str, part: str, models: Sequence[str]) -> list[str]:
-    """``"a+b"`` -> registered names, each one of ``models``."""
-    from coldbrew.registry import resolve_model_name
+    """``"a+b"`` -> the board's rows, each one of ``models`` (its rows' names: a model's, or
+    ``MODEL@ENCODER`` on a board of several text encoders)."""
+    from coldbrew.research.boards.encoder_rows import resolve_row, row_model
 
-    names = [resolve_model_name(name.strip()) for name in text.split("+")]
+    names = [resolve_row(name) for name in text.split("+")]
     missing = [name for name in names if name not in models]
-    if missing:
+    if not missing:
+        return names
+    encoders = [row for row in models if row_model(row) in map(row_model, missing) and "@" in row]
+    if encoders:
         raise ColdbrewError(
-            f"--blend {part!r}: {', '.join(missing)} not in --models ({','.join(models)}); a "
-            f"blend joins models the leaderboard trains: add "
-            f"{'it' if len(missing) == 1 else 'them'} to --models"
+            f"--blend {part!r}: {', '.join(missing)} is not a row of this board; its rows name "
+            f"the text encoder: {', '.join(encoders)}"
         )
-    return names
+    raise ColdbrewError(
+        f"--blend {part!r}: {', '.join(missing)} not in --models ({','.join(models)}); a "
+        f"blend joins models the leaderboard trains: add "
+        f"{'it' if len(missing) == 1 else 'them'} to --models"
+    )
 
 
 def check_members(members: Sequence[Member], part: str, models: Sequence[str]) -> None:

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from coldbrew.registry import MODELS
+from coldbrew.research.boards.blend_names import PREFIX
 from coldbrew.research.boards.compare import NO_COLD_SIGNAL
+from coldbrew.research.boards.encoder_rows import split_row
 from coldbrew.research.summary import format_mean_std, mean_std, reported_split
 
 METRICS = ("recall@20", "ndcg@20")
@@ -91,9 +93,11 @@ def own_metrics(seed_run: Path, convention: str) -> dict | None:
 def model_row(
     model: str, trained: dict, out: Path, conventions: Sequence[str], load_data=None
 ) -> dict:
-    """``{"model", "one_list", "seeds", "wall_seconds", "metrics": {convention: {split: {group:
-    {metric: mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of one model's seeds
-    (``one_list``: the model gives every user the same ranking)."""
+    """``{"model", "text_encoder", "one_list", "seeds", "wall_seconds", "metrics": {convention:
+    {split: {group: {metric: mean_std}}}}, "no_cold_signal": [[convention, split], ...]}`` of
+    one row's seeds (``model``: the row's name, ``aldi`` or ``aldi@mpnet@128``;
+    ``text_encoder``: the encoder its name gives; ``one_list``: the model gives every user the
+    same ranking)."""
     results = trained[model]
     seeds = results["seeds"]
     per_seed = {
@@ -119,9 +123,11 @@ def model_row(
                     cell.setdefault(group, {})[name] = mean_std(values)
     wall = mean_std(seed_seconds(model, trained))
     summary = results.get("dataset") or next(iter(results["per_seed"].values())).get("dataset")
+    trained_model, encoder = (model, None) if model.startswith(PREFIX) else split_row(model)
     return {
         "model": model,
-        "one_list": model in MODELS and not MODELS[model].personalised,
+        "text_encoder": encoder,  # its name's, on a board of several encoders; else None
+        "one_list": trained_model in MODELS and not MODELS[trained_model].personalised,
         "seeds": seeds,
         "wall_seconds": wall,
         "metrics": metrics,

@@ -108,13 +108,14 @@ def lead_lines(board: dict) -> list[str]:
         if not lead.get("best") or not lead["versus"]:
             continue
         lines.append(f"{convention}: {lead['best']} is best on the folds; its lead over")
+        width = max([28, *map(len, lead["versus"])])  # long names (blend-a@mpnet@128+b) align too
         for name, interval in sorted(lead["versus"].items(), key=lambda item: item[1]["mean"]):
-            lines.append("  " + lead_text(name, interval))
+            lines.append("  " + lead_text(name, interval, width))
     return lines
 
 
-def lead_text(name: str, interval: dict) -> str:
-    """``clcrec  +0.0123 [+0.0040, +0.0206] leads``."""
+def lead_text(name: str, interval: dict, width: int = 28) -> str:
+    """``clcrec  +0.0123 [+0.0040, +0.0206] leads``, the name padded to ``width``."""
     low, high = interval["low"], interval["high"]
     bounds = f"[{low:+.4f}, {high:+.4f}]" if abs(low) != float("inf") else "[no spread: 1 pair]"
-    return f"{name:<28} {interval['mean']:+.4f} {bounds} {interval['verdict']}"
+    return f"{name:<{width}} {interval['mean']:+.4f} {bounds} {interval['verdict']}"

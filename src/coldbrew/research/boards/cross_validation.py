@@ -38,13 +38,18 @@ def fold_dir(out: Path, name: str, fold: int) -> Path:
 
 
 def fold_unit(
-    config: TrainConfig, seeds: Sequence[int], out: Path, fold: int, conventions: Sequence[str] = ()
+    config: TrainConfig,
+    seeds: Sequence[int],
+    out: Path,
+    fold: int,
+    conventions: Sequence[str] = (),
+    row: str = "",
 ) -> RunUnit:
-    """One model's run holding out fold ``fold`` (``config``: the model's board settings),
-    scored under ``conventions`` where it is trained."""
+    """One row's run holding out fold ``fold`` (``config``: the row's board settings; ``row``:
+    its name, the model's when empty), scored under ``conventions`` where it is trained."""
     fold_config = config.copy_with(fold=fold)
-    where = fold_dir(out, config.model, fold)
-    return RunUnit(fold_config, tuple(seeds), where, tuple(conventions))
+    where = fold_dir(out, row or config.model, fold)
+    return RunUnit(fold_config, tuple(seeds), where, tuple(conventions), row)
 
 
 def final_unit(
@@ -53,27 +58,29 @@ def final_unit(
     out: Path,
     epochs: int,
     conventions: Sequence[str] = (),
+    row: str = "",
 ) -> RunUnit:
-    """One model's final run: every training item, ``epochs`` epochs."""
+    """One row's final run: every training item, ``epochs`` epochs."""
     final_config = config.copy_with(fold=None, epochs=epochs)
-    return RunUnit(final_config, tuple(seeds), out / config.model, tuple(conventions))
+    where = out / (row or config.model)
+    return RunUnit(final_config, tuple(seeds), where, tuple(conventions), row)
 
 
 def fold_units(plan: BoardPlan) -> dict[str, RunUnit]:
-    """``{"clcrec/fold-2": its unit}``: every fold of every model, model by model."""
+    """``{"clcrec/fold-2": its unit}``: every fold of every row, row by row."""
     units = [
-        fold_unit(config, plan.seeds, plan.out, fold, plan.conventions)
-        for config in plan.configs
+        fold_unit(config, plan.seeds, plan.out, fold, plan.conventions, name)
+        for name, config in plan.rows().items()
         for fold in range(plan.folds)
     ]
     return {unit.name: unit for unit in units}
 
 
-def fold_curve(out: Path, model: str, folds: int, seeds: Sequence[int]) -> tuple[str, list[float]]:
-    """The metric ``model``'s folds early-stopped on and its mean fold curve (``mean_curve``),
+def fold_curve(out: Path, row: str, folds: int, seeds: Sequence[int]) -> tuple[str, list[float]]:
+    """The metric ``row``'s folds early-stopped on and its mean fold curve (``mean_curve``),
     from the fold runs' results."""
-    monitor = read_monitor(fold_dir(out, model, 0) / "results.json")
-    return monitor, mean_curve(fold_histories(out, model, folds, seeds), monitor)
+    monitor = read_monitor(fold_dir(out, row, 0) / "results.json")
+    return monitor, mean_curve(fold_histories(out, row, folds, seeds), monitor)
 
 
 def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> list[list[dict]]:
@@ -108,19 +115,18 @@ def chosen_epochs(curve: Sequence[float]) -> int:
 def cross_validate_models(
     plan: BoardPlan, *, jobs: int | str, cache: Any, log: Callable[[str], None]
 ) -> dict[str, dict]:
-    """``{model: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
-    every model first (``jobs`` at once), then each model's final run."""
+    """``{row: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
+    every row first (``jobs`` at once), then each row's final run."""
     train_units(fold_units(plan), jobs, cache, log)
     finals, results = {}, {}
-    for config in plan.configs:
-        model = config.model
-        monitor, curve = fold_curve(plan.out, model, plan.folds, plan.seeds)
+    for name, config in plan.rows().items():
+        monitor, curve = fold_curve(plan.out, name, plan.folds, plan.seeds)
         epochs = chosen_epochs(curve)
-        log(f"{model}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
-        results[model] = {"epochs": epochs, "curve": curve, "monitor": monitor}
-        finals[model] = final_unit(config, plan.seeds, plan.out, epochs, plan.conventions)
-    for model, final in train_units(finals, jobs, cache, log).items():
-        results[model]["final"] = final
+        log(f"{name}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
+        results[name] = {"epochs": epochs, "curve": curve, "monitor": monitor}
+        finals[name] = final_unit(config, plan.seeds, plan.out, epochs, plan.conventions, name)
+    for name, final in train_units(finals, jobs, cache, log).items():
+        results[name]["final"] = final
     return results
 
 

@@ -41,6 +41,7 @@ from coldbrew.research.boards.blend_names import (
     parse_blend,
 )
 from coldbrew.research.boards.board import format_board, model_row, plot_board, table_cells
+from coldbrew.research.boards.encoder_rows import board_rows, row_config, row_model
 from coldbrew.research.boards.model_runs import BoardPlan, check_same_settings, train_units
 
 CONVENTIONS = ("all", "split")
@@ -74,14 +75,14 @@ def parse_models(text: str) -> list[str]:
 
 
 def board_preset(preset: dict) -> dict[str, str]:
-    """A preset's ``leaderboard:`` section (models, blend, blend_objective, seeds, jobs), each
-    value as the command line spells it (``"clcrec,aldi"``, ``"clcrec+aldi,clcrec+gar"``,
-    ``"joint"``, ``"1,2,3"``, ``"2"``); lists are joined. Keys it lacks are left out; any other
-    key is refused."""
+    """A preset's ``leaderboard:`` section (models, text_encoders, blend, blend_objective,
+    seeds, jobs), each value as the command line spells it (``"clcrec,aldi"``,
+    ``"minilm,mpnet@128"``, ``"clcrec+aldi,clcrec+gar"``, ``"joint"``, ``"1,2,3"``, ``"2"``);
+    lists are joined. Keys it lacks are left out; any other key is refused."""
     from coldbrew.config import BOARD_SECTION
 
     section = preset.get(BOARD_SECTION) or {}
-    keys = ("models", "blend", "blend_objective", "seeds", "jobs")
+    keys = ("models", "text_encoders", "blend", "blend_objective", "seeds", "jobs")
     if not isinstance(section, dict):
         raise ColdbrewError(f"{BOARD_SECTION}: expected a mapping of {', '.join(keys)}")
     unknown = sorted(set(section) - set(keys))
@@ -117,6 +118,13 @@ def model_config(base_layers: Sequence[dict], model: str) -> TrainConfig:
 def model_configs(base_layers: Sequence[dict], models: Sequence[str]) -> list[TrainConfig]:
     """Each model's config (``model_config``); a model's option written flat applies to every
     model, so one that some model lacks is refused with where to put it."""
+    check_flat_options(base_layers, models)
+    return [model_config(base_layers, model) for model in models]
+
+
+def check_flat_options(base_layers: Sequence[dict], models: Sequence[str]) -> None:
+    """A model's option written flat (it applies to every model) that some of ``models`` lack
+    is refused with where to put it."""
     for layer in base_layers:
         for key, value in layer.items():
             owners = model_option_owners(key)
@@ -127,7 +135,6 @@ def model_configs(base_layers: Sequence[dict], models: Sequence[str]) -> list[Tr
                     f"applies to every model, and {', '.join(lacking)} has no such option: "
                     f"write it under its model in --config, e.g. {{{owners[0]}: {{{key}: {value}}}}}"
                 )
-    return [model_config(base_layers, model) for model in models]
 
 
 def plan_board(
@@ -137,59 +144,64 @@ def plan_board(
     seeds: Sequence[int],
     out: Path,
     conventions: Sequence[str] = (),
+    encoders: Sequence[str] = (),
 ) -> BoardPlan:
-    """What the board in ``out`` trains, made once: every model's config (each option checked
-    before anything is trained), with the models and blends an earlier call trained there;
-    each run is scored under ``conventions`` where it is trained."""
-    configs = model_configs(base_layers, models)
-    configs, blends = with_earlier(out, configs, blends, base_layers)
-    return BoardPlan(tuple(configs), tuple(blends), tuple(seeds), out, tuple(conventions))
+    """What the board in ``out`` trains, made once: every row's config (each option checked
+    before anything is trained; a row per model, or per model and text encoder with
+    ``encoders``: ``coldbrew.research.boards.encoder_rows``), with the rows and blends an
+    earlier call trained there; each run is scored under ``conventions`` where it is trained."""
+    check_flat_options(base_layers, models)
+    rows = dict(board_rows(base_layers, models, encoders))
+    rows, blends = with_earlier(out, rows, blends, base_layers)
+    names, configs = tuple(rows), tuple(rows.values())
+    return BoardPlan(configs, tuple(blends), tuple(seeds), out, tuple(conventions), names)
 
 
 def with_earlier(
     out: Path,
-    configs: Sequence[TrainConfig],
+    rows: dict[str, TrainConfig],
     blends: Sequence[Sequence[Member]],
     base_layers: Sequence[dict],
-) -> tuple[list[TrainConfig], list[list[Member]]]:
-    """The models' configs and the blends asked for, then those an earlier call trained in
-    ``out``: one ``--out`` holds one setting, and its table covers every model trained there. A
-    model trained there with other settings is refused before anything runs."""
+) -> tuple[dict[str, TrainConfig], list[list[Member]]]:
+    """The rows' configs and the blends asked for, then those an earlier call trained in
+    ``out``: one ``--out`` holds one setting, and its table covers every row trained there
+    (``MODEL`` or ``MODEL@ENCODER``). A row trained there with other settings is refused
+    before anything runs."""
     from coldbrew.registry import MODELS
     from coldbrew.research.seeds import is_multi_seed_run
 
     names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
-    earlier = [name for name in names if name in MODELS and is_multi_seed_run(out / name)]
-    by_model = {config.model: config for config in configs}
-    for model in earlier:
-        config = by_model.get(model) or model_config(base_layers, model)
-        check_earlier(out, config)
-        by_model.setdefault(model, config)
-    models = list(by_model)
+    earlier = [n for n in names if row_model(n) in MODELS and is_multi_seed_run(out / n)]
+    by_row = dict(rows)
+    for name in earlier:
+        config = by_row.get(name) or row_config(base_layers, name)
+        check_earlier(out, config, name)
+        by_row.setdefault(name, config)
+    known = list(by_row)
     blends = [list(blend) for blend in blends]
     for name in names:
         if not name.startswith(PREFIX):
             continue
         try:
-            found = parse_blend(name.removeprefix(PREFIX), models)
-        except ColdbrewError:  # a blend of models this call does not have
+            found = parse_blend(name.removeprefix(PREFIX), known)
+        except ColdbrewError:  # a blend of rows this call does not have
             continue
         if found not in blends:
             blends.append(found)
-    return list(by_model.values()), in_order(blends)
+    return by_row, in_order(blends)
 
 
-def check_earlier(out: Path, config: TrainConfig) -> None:
-    """``OUT/MODEL`` was trained with the settings given now. On folds its final run trained
-    the epochs its folds chose, so the folds' first run is compared instead (and the final run
-    when it is trained or read back, ``train_model``)."""
+def check_earlier(out: Path, config: TrainConfig, row: str = "") -> None:
+    """``OUT/ROW`` (the model's when ``row`` is empty) was trained with the settings given now.
+    On folds its final run trained the epochs its folds chose, so the folds' first run is
+    compared instead (and the final run when it is trained or read back, ``train_model``)."""
     from coldbrew.research.boards.cross_validation import fold_unit
 
-    first_fold = fold_unit(config, (), out, 0)
+    first_fold = fold_unit(config, (), out, 0, row=row)
     if config.folds and (first_fold.run_dir / "config.yaml").exists():
         check_same_settings(first_fold.run_dir, first_fold.config)
     else:
-        check_same_settings(out / config.model, config)
+        check_same_settings(out / (row or config.model), config)
 
 
 def train_models(
@@ -212,18 +224,22 @@ def train_models(
 def load_text_vectors_first(
     configs: Sequence[TrainConfig], seed: int, cache: Any, log: Callable[[str], None]
 ) -> None:
-    """Load the data of the first of ``configs`` whose model reads the text block here, before
-    their processes start: text vectors missing from the cache are encoded once, with this
-    process's every thread, and the processes read them from the cache. (Left to the processes,
-    one would encode with its share of the threads while the others wait: ``cache_lock``.)"""
+    """Load the data of the first of ``configs`` whose model reads the text block here (the
+    first per text encoder), before their processes start: text vectors missing from the cache
+    are encoded once, with this process's every thread, and the processes read them from the
+    cache. (Left to the processes, one would encode with its share of the threads while the
+    others wait: ``cache_lock``.)"""
     from coldbrew.registry import model_spec
     from coldbrew.research.seeds import seed_config
 
+    firsts: dict[str, TrainConfig] = {}
     for config in configs:
         if model_spec(config.model).reads_text_vectors:
-            log(f"loading {config.data} once before the processes start (its text vectors)")
-            cache(seed_config(config, seed))
-            return
+            firsts.setdefault(config.text_encoder.spelling, config)
+    for encoder, config in firsts.items():
+        which = f"its {encoder} text vectors" if len(firsts) > 1 else "its text vectors"
+        log(f"loading {config.data} once before the processes start ({which})")
+        cache(seed_config(config, seed))
 
 
 def blend_models(
@@ -308,11 +324,15 @@ def leaderboard(
     plot: bool = True,
     jobs: int | str = 1,
     claims: str | None = None,
+    text_encoders: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and score every model × seed (and each blend of them: its weights chosen on val
     under the run options' cold-candidate convention, or both at once with ``blend_objective``
     ``"joint"``), ``jobs`` models at once (or ``auto``); write and return the board. With
+    ``text_encoders``, every model that reads the text block is a row per encoder
+    (``MODEL@ENCODER``, ``coldbrew.research.boards.encoder_rows``), all on the same split or
+    folds. With
     ``claims`` (a database URL or a shared folder) this is one worker of many sharing the board
     in ``out`` (``coldbrew.research.claims.board``)."""
     from coldbrew.research.boards.board_text import short_table
@@ -323,7 +343,7 @@ def leaderboard(
 
     out = Path(out)
     check_out_dir(out)
-    plan = plan_board(base_layers, models, blends, seeds, out, conventions)  # options checked
+    plan = plan_board(base_layers, models, blends, seeds, out, conventions, text_encoders)
     out.mkdir(parents=True, exist_ok=True)
     cache = DataCache()
     if claims is not None:

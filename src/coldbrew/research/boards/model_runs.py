@@ -30,6 +30,7 @@ class RunUnit:
     run_dir: Path
     # the conventions the board scores it under: scored where it is trained (its process), once
     conventions: tuple[str, ...] = ()
+    row: str = ""  # the board's row it belongs to (``aldi@mpnet@128``); empty: the model's
 
     @property
     def model(self) -> str:
@@ -37,9 +38,10 @@ class RunUnit:
 
     @property
     def name(self) -> str:
-        """How logs and processes call it: ``clcrec``, or ``clcrec/fold-2`` for a fold's run."""
-        fold = self.config.fold
-        return self.model if fold is None else f"{self.model}/fold-{fold}"
+        """How logs and processes call it: its row (``clcrec``, ``clcrec@mpnet``), or
+        ``clcrec/fold-2`` for a fold's run."""
+        fold, row = self.config.fold, self.row or self.model
+        return row if fold is None else f"{row}/fold-{fold}"
 
     def finished(self) -> bool:
         """Whether training it would only read its results back."""
@@ -58,10 +60,18 @@ class BoardPlan:
     seeds: tuple[int, ...]
     out: Path
     conventions: tuple[str, ...] = ()  # what the board's rows score each run under
+    # each config's row name (``aldi@mpnet@128``: ``coldbrew.research.boards.encoder_rows``);
+    # empty: each row is named by its model
+    names: tuple[str, ...] = ()
 
     @property
     def models(self) -> list[str]:
         return [config.model for config in self.configs]
+
+    def rows(self) -> dict[str, TrainConfig]:
+        """``{row name: its config}`` in the board's order."""
+        names = self.names or tuple(self.models)
+        return dict(zip(names, self.configs, strict=True))
 
     @property
     def folds(self) -> int:
@@ -69,8 +79,11 @@ class BoardPlan:
         return self.configs[0].folds
 
     def model_units(self) -> dict[str, RunUnit]:
-        """``{"clcrec": its run OUT/clcrec}``: each model's run with the board's settings."""
-        units = [RunUnit(c, self.seeds, self.out / c.model, self.conventions) for c in self.configs]
+        """``{"clcrec": its run OUT/clcrec}``: each row's run with the board's settings."""
+        units = [
+            RunUnit(config, self.seeds, self.out / name, self.conventions, name)
+            for name, config in self.rows().items()
+        ]
         return {unit.name: unit for unit in units}
 
 
@@ -103,7 +116,9 @@ def train_model(unit: RunUnit, cache: Any, log: Callable[[str], None]) -> dict:
     if resume:
         check_same_settings(unit.run_dir, unit.config)
     seeds = list(unit.seeds)
-    log(f"{unit.model}: {'continuing' if resume else 'training'} seeds {seeds} in {unit.run_dir}")
+    log(
+        f"{unit.row or unit.model}: {'continuing' if resume else 'training'} seeds {seeds} in {unit.run_dir}"
+    )
     options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
     results = train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
     score_conventions(unit, cache)

@@ -81,15 +81,15 @@ def claim_folds(plan: BoardPlan, claims, cache, log) -> None:
     units = fold_units(plan)
     run_claimed(list(units), units.__getitem__, train_model, claims, cache, log)
 
-    configs = {config.model: config for config in plan.configs}
+    configs = plan.rows()
 
     def final_of(name: str) -> RunUnit:
-        model = name.removesuffix("/final")
-        _, curve = fold_curve(plan.out, model, plan.folds, plan.seeds)
+        row = name.removesuffix("/final")
+        _, curve = fold_curve(plan.out, row, plan.folds, plan.seeds)
         epochs = chosen_epochs(curve)
-        return final_unit(configs[model], plan.seeds, plan.out, epochs, plan.conventions)
+        return final_unit(configs[row], plan.seeds, plan.out, epochs, plan.conventions, row)
 
-    finals = [f"{model}/final" for model in configs]
+    finals = [f"{row}/final" for row in configs]
     run_claimed(finals, final_of, train_model, claims, cache, log)
 
 
