@@ -91,25 +91,26 @@ def plain_grid_values(sets: Sequence[tuple], conventions: Sequence[str]):
 
 def grid_values(sets: Sequence[tuple], conventions: Sequence[str]):
     """As ``plain_grid_values``, each run's standardised scores computed once per set
-    (``blend_grid``); the cold signal is read only for the point asked."""
+    (``blend_grid``); the cold signal is read only for the point asked (the runs standardised
+    again then: one set's float64 copies held at a time)."""
     from coldbrew.evaluation.plan import cold_items_of
     from coldbrew.evaluation.sources import check_vectors
     from coldbrew.models.blend import blended
     from coldbrew.research.boards.blend_grid import Members, grid_recalls, has_cold_signal
 
     grid = weight_grid(len(sets[0][1]))
-    members, recalls = [], {convention: [] for convention in conventions}
+    recalls = {convention: [] for convention in conventions}
     for dataset, components in sets:
         vectors = blended(list(components), list(grid[0]))  # refused as the evaluator would
         check_vectors(vectors.users, vectors.items, (dataset.num_users, dataset.num_items))
         if "cold" not in dataset.groups("val"):
             raise no_cold_users(dataset)
-        members.append(Members.of(components))
+        members = Members.of(components)
         done = {}  # conventions with the same candidates share one pass
         for convention in conventions:
             cold = cold_items_of(dataset, "val", convention).tobytes()
             if cold not in done:
-                done[cold] = grid_recalls(dataset, members[-1], grid, convention)
+                done[cold] = grid_recalls(dataset, members, grid, convention)
             recalls[convention].append(done[cold])
     values = [
         {convention: [each[point] for each in per_set] for convention, per_set in recalls.items()}
@@ -118,8 +119,8 @@ def grid_values(sets: Sequence[tuple], conventions: Sequence[str]):
 
     def signal(point: int) -> bool:
         return all(
-            has_cold_signal(dataset, each, grid[point], conventions[0])
-            for (dataset, _), each in zip(sets, members, strict=True)
+            has_cold_signal(dataset, Members.of(components), grid[point], conventions[0])
+            for dataset, components in sets
         )
 
     return values, signal
