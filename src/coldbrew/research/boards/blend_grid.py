@@ -69,10 +69,11 @@ def weighted_sum(z: torch.Tensor, weights: Sequence[float]) -> torch.Tensor:
     return total
 
 
-def top_hits(values, ids, positive, keys, shift) -> tuple[torch.Tensor, torch.Tensor]:
-    """Hits in each row's top ``TOP`` of ``values`` (B, W) and its ``TOP``-th value (``-inf``
-    when fewer): value descending, then the rotated tie key of ``ids`` (B, W); ``positive``
-    (B, W) says which are held-out positives. Masked (``-inf``) items are never hits."""
+def top_hits(values, ids, positive, keys, shift):
+    """``(hits, last, columns)``: hits in each row's top ``TOP`` of ``values`` (B, W), its
+    ``TOP``-th value (``-inf`` when fewer) and the top's columns: value descending, then the
+    rotated tie key of ``ids`` (B, W); ``positive`` (B, W) says which are held-out positives.
+    Masked (``-inf``) items are never hits."""
     top = min(TOP, values.shape[1])
     best, columns = torch.topk(values, min(top + 1, values.shape[1]), dim=1)
     tied = (best[:, 1:] == best[:, :-1]).any(1).nonzero().squeeze(1)
@@ -84,7 +85,34 @@ def top_hits(values, ids, positive, keys, shift) -> tuple[torch.Tensor, torch.Te
         best[tied], columns[tied] = exact[:, :top], order[:, :top]
     hits = (positive.gather(1, columns) & (best != MINUS_INFINITY)).sum(1)
     last = best[:, -1] if top == TOP else torch.full((len(best),), MINUS_INFINITY)
-    return hits, last
+    return hits, last, columns
+
+
+def pack(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's True columns of ``mask`` (B, W), first: ``(columns, padding)`` (B, most)."""
+    counts = mask.sum(1)
+    row, column = mask.nonzero(as_tuple=True)  # row by row
+    place = torch.arange(len(row)) - (counts.cumsum(0) - counts)[row]  # the column's slot
+    most = int(counts.max()) if len(mask) else 0
+    columns = torch.zeros(len(mask), most, dtype=torch.int64)
+    padding = torch.ones(len(mask), most, dtype=torch.bool)
+    columns[row, place], padding[row, place] = column, False
+    return columns, padding
+
+
+def top_hits_above(values, previous, ids, positive, keys, shift):
+    """``top_hits`` of ``values`` (B, W), ranking only the columns scoring at least the lowest
+    of ``previous`` (B, TOP): any TOP distinct columns, so the TOP best score at least that."""
+    floor = values.gather(1, previous).amin(1)
+    columns, padding = pack(values >= floor[:, None])
+    hits, last, top = top_hits(
+        values.gather(1, columns).masked_fill_(padding, MINUS_INFINITY),
+        ids.gather(1, columns),
+        positive.gather(1, columns),
+        keys,
+        shift,
+    )
+    return hits, last, columns.gather(1, top)
 
 
 def dense(matrix: sp.csr_matrix, users: np.ndarray, column_of: np.ndarray, width: int):
@@ -116,13 +144,7 @@ def keep_best(z: torch.Tensor, seen: torch.Tensor, width: int):
     for run in range(1, runs):
         keep |= z[run] >= floors[run, :, None]
     keep &= ~seen
-    counts = keep.sum(1)
-    row, column = keep.nonzero(as_tuple=True)  # row by row
-    place = torch.arange(len(row)) - (counts.cumsum(0) - counts)[row]  # the column's slot
-    most = int(counts.max()) if rows else 0
-    columns = torch.zeros(rows, most, dtype=torch.int64)
-    dropped = torch.ones(rows, most, dtype=torch.bool)
-    columns[row, place], dropped[row, place] = column, False
+    columns, dropped = pack(keep)
     return columns, dropped, floors
 
 
@@ -148,15 +170,19 @@ def chunk_hits(z, positive, seen, cold, grid, keys, shift, width: int) -> torch.
     complete = (floors == MINUS_INFINITY).any(0)  # no unseen candidate left out
     floors = floors.masked_fill(floors == MINUS_INFINITY, 0.0)
     slack = SLACK * (1 + floors.abs().sum(0))  # above the rounding of a sum of w_k z_k
+    previous = None  # the last point's top columns: the grid's neighbours share most
     for point, weights in enumerate(grid):
         values = weighted_sum(kept, weights).masked_fill_(dropped, MINUS_INFINITY)
-        hits, last = top_hits(values, ids, kept_positive, keys, shift)
+        if previous is None or values.shape[1] < TOP:
+            hits, last, previous = top_hits(values, ids, kept_positive, keys, shift)
+        else:
+            hits, last, previous = top_hits_above(values, previous, ids, kept_positive, keys, shift)
         bound = weighted_sum(floors, weights) + slack
         bound[complete] = MINUS_INFINITY
         loose = (~(last > bound)).nonzero().squeeze(1)  # a left-out candidate might enter
         if loose.numel():
             values = weighted_sum(z[:, loose], weights).masked_fill_(seen[loose], MINUS_INFINITY)
-            exact, _ = top_hits(values, everything[loose], positive[loose], keys, shift[loose])
+            exact, _, _ = top_hits(values, everything[loose], positive[loose], keys, shift[loose])
             hits[loose] = exact
         out[point] = hits
     return out
