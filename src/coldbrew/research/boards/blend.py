@@ -5,12 +5,14 @@ The weights are searched on a grid over the simplex (steps of 1/10 for up to thr
 beyond), scored on val, cold group: with ``objective="monitored"`` (the default) under the
 blend's cold-candidate convention, with ``"joint"`` under both conventions at once, their
 geometric mean (as ``coldbrew search --objective joint`` values a trial); ties keep the first in
-grid order. Each run's standardised scores are computed once and every grid point ranked from
-them (``blend_grid``), as the evaluator ranks the blend (``plain_grid_values``, the reference:
-one full evaluation per point, 30x slower on Book-Crossing's 5-core). The blend's options record the objective (``chosen_by``). The blend
-run then goes through the one way in (``coldbrew.training.run.train``: a model with nothing to
-train is evaluated once), so ``evaluate``, ``recommend`` and ``compare`` take it as any run. It
-inherits the first run's data and run settings; every run must rank the same users and items.
+grid order. Each run's standardised scores are computed once per split and every grid point
+ranked from them (``blend_grid``), as the evaluator ranks the blend; ``plain_grid_values``, one
+full evaluation per point, is the reference it is tested against (3.6x slower for three runs on
+Book-Crossing's 5-core, BENCHMARKS.md). The blend's options record the objective
+(``chosen_by``). The blend run then goes through the one way in (``coldbrew.training.run
+.train``: a model with nothing to train is evaluated once), so ``evaluate``, ``recommend`` and
+``compare`` take it as any run. It inherits the first run's data and run settings; every run
+must rank the same users and items.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 A blend scores ``Σ_k w_k z_k(u, i)``, ``z_k`` run ``k``'s per-user z-score (``coldbrew.models
 .blend``). Per split and cold-candidate convention, each run's ``z`` of the val cold users over
 the cold candidates is computed once, a chunk of users at a time (float64); a grid point then
-costs a weighted sum and a top 20 over few candidates: those some run puts in a user's best
-``width``. A candidate left out scores below each run's ``width``-th best, so its blended score
-is at most their weighted sum; a user whose 20th score is not above that bound is ranked over
-every candidate.
+costs a weighted sum and a top 20 over few candidates: those some run puts in about a user's
+best ``width`` (``keep_best``), and of them only those scoring at least the previous point's top
+20 (``top_hits_above``). A candidate left out scores below each run's threshold, so its blended
+score is below their weighted sum; a user whose 20th score is not above that bound is ranked
+over every candidate. Every step is exact: only the work depends on how well the cuts guess.
 
 Ranking follows the evaluator's rules (``coldbrew.evaluation``): training items are never
 ranked, equal scores rank by the items' rotated tie keys, recall divides by every val cold
