@@ -2,13 +2,17 @@
 give the best val cold Recall@20, saved as a run of its own (model ``blend``).
 
 The weights are searched on a grid over the simplex (steps of 1/10 for up to three runs, 1/5
-beyond), scored by the one evaluator on val, cold group: with ``objective="monitored"`` (the
-default) under the blend's cold-candidate convention, with ``"joint"`` under both conventions at
-once, their geometric mean (as ``coldbrew search --objective joint`` values a trial); ties keep
-the first in grid order. The blend's options record the objective (``chosen_by``). The blend
-run then goes through the one way in (``coldbrew.training.run.train``: a model with nothing to
-train is evaluated once), so ``evaluate``, ``recommend`` and ``compare`` take it as any run. It
-inherits the first run's data and run settings; every run must rank the same users and items.
+beyond), scored on val, cold group: with ``objective="monitored"`` (the default) under the
+blend's cold-candidate convention, with ``"joint"`` under both conventions at once, their
+geometric mean (as ``coldbrew search --objective joint`` values a trial); ties keep the first in
+grid order. Each run's standardised scores are computed once per split and every grid point
+ranked from them (``blend_grid``), as the evaluator ranks the blend; ``plain_grid_values``, one
+full evaluation per point, is the reference it is tested against (3.6x slower for three runs on
+Book-Crossing's 5-core, BENCHMARKS.md). The blend's options record the objective
+(``chosen_by``). The blend run then goes through the one way in (``coldbrew.training.run
+.train``: a model with nothing to train is evaluated once), so ``evaluate``, ``recommend`` and
+``compare`` take it as any run. It inherits the first run's data and run settings; every run
+must rank the same users and items.
 """
 
 from __future__ import annotations
@@ -56,13 +60,72 @@ def val_cold(dataset, vectors, cold_candidates: str) -> dict[str, float]:
         cold_signal=True,
     )
     if "cold" not in metrics:
-        from coldbrew.data.splits.cold_split import cold_split_hint
-
-        raise ColdbrewError(
-            f"{dataset.name} has no cold val users: nothing to choose weights on; give "
-            f"--weights, or {cold_split_hint(dataset)}"
-        )
+        raise no_cold_users(dataset)
     return metrics["cold"]
+
+
+def no_cold_users(dataset) -> ColdbrewError:
+    from coldbrew.data.splits.cold_split import cold_split_hint
+
+    return ColdbrewError(
+        f"{dataset.name} has no cold val users: nothing to choose weights on; give "
+        f"--weights, or {cold_split_hint(dataset)}"
+    )
+
+
+def plain_grid_values(sets: Sequence[tuple], conventions: Sequence[str]):
+    """``(values, signal)``: per grid point, ``{convention: [val cold recall@20 per set]}``, and
+    whether every set has a cold signal under the first convention, from one full evaluation of
+    the blend per point, set and convention (the reference ``grid_values`` is tested against)."""
+    from coldbrew.models.blend import blended
+
+    values, signal = [], []
+    for weights in weight_grid(len(sets[0][1])):
+        cold = {convention: [] for convention in conventions}
+        for dataset, components in sets:
+            vectors = blended(list(components), list(weights))
+            for convention in conventions:
+                cold[convention].append(val_cold(dataset, vectors, convention))
+        values.append({c: [m[SELECTION_METRIC] for m in each] for c, each in cold.items()})
+        signal.append(all(m["cold_signal"] for m in cold[conventions[0]]))
+    return values, lambda point: signal[point]
+
+
+def grid_values(sets: Sequence[tuple], conventions: Sequence[str]):
+    """As ``plain_grid_values``, each run's standardised scores computed once per set
+    (``blend_grid``); the cold signal is read only for the point asked (the runs standardised
+    again then: one set's float64 copies held at a time)."""
+    from coldbrew.evaluation.plan import cold_items_of
+    from coldbrew.evaluation.sources import check_vectors
+    from coldbrew.models.blend import blended
+    from coldbrew.research.boards.blend_grid import Members, grid_recalls, has_cold_signal
+
+    grid = weight_grid(len(sets[0][1]))
+    recalls = {convention: [] for convention in conventions}
+    for dataset, components in sets:
+        vectors = blended(list(components), list(grid[0]))  # refused as the evaluator would
+        check_vectors(vectors.users, vectors.items, (dataset.num_users, dataset.num_items))
+        if "cold" not in dataset.groups("val"):
+            raise no_cold_users(dataset)
+        members = Members.of(components)
+        done = {}  # conventions with the same candidates share one pass
+        for convention in conventions:
+            cold = cold_items_of(dataset, "val", convention).tobytes()
+            if cold not in done:
+                done[cold] = grid_recalls(dataset, members, grid, convention)
+            recalls[convention].append(done[cold])
+    values = [
+        {convention: [each[point] for each in per_set] for convention, per_set in recalls.items()}
+        for point in range(len(grid))
+    ]
+
+    def signal(point: int) -> bool:
+        return all(
+            has_cold_signal(dataset, Members.of(components), grid[point], conventions[0])
+            for dataset, components in sets
+        )
+
+    return values, signal
 
 
 def choose_weights(
@@ -71,36 +134,31 @@ def choose_weights(
     *,
     objective: str = "monitored",
     log: Callable[[str], None],
+    values_of: Callable = grid_values,
 ) -> tuple[list[float], float]:
     """``(weights, value)`` of the best grid point: its val cold recall@20 under
     ``cold_candidates`` (``objective="monitored"``), or the geometric mean of both conventions'
     (``"joint"``). ``sets`` holds ``(dataset, components)`` pairs, one per validation split the
     weights are chosen on (one, or each fold of a cross-validation and seed): a grid point's
-    value is its mean over them."""
+    value is its mean over them. ``values_of``: ``grid_values``, or ``plain_grid_values``."""
     from coldbrew.evaluation.plan import COLD_CANDIDATES
-    from coldbrew.models.blend import blended
     from coldbrew.research.search.study import joint_value
 
     check_objective(objective)
     conventions = [cold_candidates] if objective == "monitored" else list(COLD_CANDIDATES)
+    per_point, signal_of = values_of(sets, conventions)
     best, best_score = None, -1.0
-    for weights in weight_grid(len(sets[0][1])):
-        cold = {convention: [] for convention in conventions}
-        for dataset, components in sets:
-            vectors = blended(list(components), list(weights))
-            for convention in conventions:
-                cold[convention].append(val_cold(dataset, vectors, convention))
+    for point, weights in enumerate(weight_grid(len(sets[0][1]))):
         values = {
-            convention: {"val": sum(m[SELECTION_METRIC] for m in each) / len(each)}
-            for convention, each in cold.items()
+            convention: {"val": sum(each) / len(each)}
+            for convention, each in per_point[point].items()
         }
         score = (
             joint_value(values, "val") if objective == "joint" else values[cold_candidates]["val"]
         )
         if score > best_score:
-            best, best_score, chosen = list(weights), score, values
-            signal = all(m["cold_signal"] for m in cold[conventions[0]])
-    note = "" if signal else " (no cold signal: every cold item scores the same)"
+            best, best_score, chosen, best_point = list(weights), score, values, point
+    note = "" if signal_of(best_point) else " (no cold signal: every cold item scores the same)"
     if objective == "joint":
         each = ", ".join(f"{name} {value['val']:.4f}" for name, value in chosen.items())
         log(f"weights {best}: joint val cold {SELECTION_METRIC} {best_score:.4f} ({each}){note}")
