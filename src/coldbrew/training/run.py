@@ -39,6 +39,7 @@ RESUMABLE_OVERRIDES = {
     "epochs",
     "patience",
     "min_gain",
+    "min_epochs",
     "time_budget",
     "quiet",
     "log_every",
