@@ -351,9 +351,12 @@ class Trainer:
         reason = self.stop_reason()
         if reason == "early_stop":
             gain = f" by {config.min_gain:.1%}" if config.min_gain else ""
+            floor = self.stop_rule().min_epochs
+            held = f", held to epoch {floor} at least" if floor else ""
             self.log(
-                f"early stop: {monitor.key} did not improve{gain} for {config.patience} "
-                f"evaluations; best epoch {state.best_epoch}"
+                f"early stop: {monitor.key} did not improve{gain} for "
+                f"{state.epochs_without_improvement} evaluations (patience {config.patience}"
+                f"{held}); best epoch {state.best_epoch}"
             )
         elif reason == "time_budget":
             floor = self.stop_rule().min_epochs
