@@ -9,7 +9,7 @@ from coldbrew import load_dataset
 from coldbrew.config import make_config
 from coldbrew.errors import ColdbrewError
 from coldbrew.training.build import build_trainer
-from coldbrew.training.stopping import StopRule, beats, replay
+from coldbrew.training.stopping import StopCount, StopRule, beats, replay, stop_line
 
 # monitored values after epochs 1..7 and the cumulative seconds then (10 s an epoch)
 VALUES = [0.100, 0.120, 0.121, 0.119, 0.122, 0.118, 0.117]
@@ -140,6 +140,18 @@ def test_a_run_spent_below_its_floor_says_so(tmp_path):
     assert results["early_stop"]["min_epochs"] == 3
     log = (tmp_path / "run" / "train.log").read_text()
     assert "spent after epoch 1, before its minimum of 3 epochs" in log
+
+
+def test_the_stop_lines_name_the_floor():
+    count = StopCount(best_epoch=1, without_gain=9)
+    line = stop_line("early_stop", StopRule(4, min_epochs=10), count, "cold/recall@20", 10)
+    assert line == (
+        "early stop: cold/recall@20 did not improve for 9 evaluations (patience 4, held to "
+        "epoch 10 at least); best epoch 1"
+    )
+    assert "held" not in stop_line("early_stop", StopRule(4), count, "cold/recall@20", 10)
+    line = stop_line("time_budget", StopRule(4, 0, 60.0, 10), count, "cold/recall@20", 10)
+    assert line == "time budget of 60 s spent after epoch 10; best epoch 1"  # floor reached
 
 
 def test_a_fold_run_gets_a_floor_a_plain_run_none_and_a_flag_wins():

@@ -78,6 +78,24 @@ def stop_reason(count: StopCount, seconds: float, rule: StopRule, epoch: int) ->
     return None
 
 
+def stop_line(reason: str, rule: StopRule, count: StopCount, monitor: str, epoch: int) -> str:
+    """The log line of a run that ``reason`` stopped after ``epoch``."""
+    if reason == "time_budget":
+        short = (
+            f", before its minimum of {rule.min_epochs} epochs" if epoch < rule.min_epochs else ""
+        )
+        return (
+            f"time budget of {rule.time_budget:g} s spent after epoch {epoch}{short}; "
+            f"best epoch {count.best_epoch}"
+        )
+    gain = f" by {rule.min_gain:.1%}" if rule.min_gain else ""
+    held = f", held to epoch {rule.min_epochs} at least" if rule.min_epochs else ""
+    return (
+        f"early stop: {monitor} did not improve{gain} for {count.without_gain} evaluations "
+        f"(patience {rule.patience}{held}); best epoch {count.best_epoch}"
+    )
+
+
 @dataclass(frozen=True)
 class Replayed:
     best_epoch: int  # the epoch the rule selects (0: none finite)

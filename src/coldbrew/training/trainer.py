@@ -57,7 +57,7 @@ from coldbrew.training.memory.safety import (
     memory_figures,
 )
 from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_note
-from coldbrew.training.stopping import StopCount, StopRule, stop_reason, update
+from coldbrew.training.stopping import StopCount, StopRule, stop_line, stop_reason, update
 
 
 class NonFiniteLoss(ColdbrewError):
@@ -349,22 +349,11 @@ class Trainer:
             for hook in self.hooks:
                 hook.epoch_end(state)
         reason = self.stop_reason()
-        if reason == "early_stop":
-            gain = f" by {config.min_gain:.1%}" if config.min_gain else ""
-            floor = self.stop_rule().min_epochs
-            held = f", held to epoch {floor} at least" if floor else ""
-            self.log(
-                f"early stop: {monitor.key} did not improve{gain} for "
-                f"{state.epochs_without_improvement} evaluations (patience {config.patience}"
-                f"{held}); best epoch {state.best_epoch}"
+        if reason is not None:
+            count = StopCount(
+                best_epoch=state.best_epoch, without_gain=state.epochs_without_improvement
             )
-        elif reason == "time_budget":
-            floor = self.stop_rule().min_epochs
-            short = f", before its minimum of {floor} epochs" if state.epoch < floor else ""
-            self.log(
-                f"time budget of {config.time_budget:g} s spent after epoch {state.epoch}"
-                f"{short}; best epoch {state.best_epoch}"
-            )
+            self.log(stop_line(reason, self.stop_rule(), count, monitor.key, state.epoch))
         if unreached := self.faults.unreached():
             warnings.warn(f"{unreached} (it took {state.optimizer_steps})", stacklevel=2)
         return state
