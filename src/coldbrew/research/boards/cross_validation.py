@@ -2,7 +2,8 @@
 trained once more on every training item; validation, read by no choice, reports.
 
 For each model, fold ``k`` of K (``coldbrew.data.splits.folds``) is a multi-seed run in
-``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them.
+``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them,
+never before ``min_epochs`` (a fold run's default floor, ``TrainConfig.resolved_min_epochs``).
 The number of epochs is then chosen from the mean fold curve: the monitored metric of every fold
 run of the model (every fold and seed), epoch by epoch, averaged over the epochs that every one
 of them reached; its first maximum is the count (a model with nothing to train has one). The
