@@ -136,9 +136,7 @@ class TrainConfig:
     )
     min_epochs: int | None = option(
         None,
-        "patience cannot stop a run before this epoch (--epochs still ends it, --time-budget "
-        f"still stops it); default: {FOLD_MIN_EPOCHS} for a fold run (--fold), so every fold "
-        "reaches the same epoch before the mean fold curve is read; 0 otherwise",
+        f"patience cannot stop a run before this epoch (none: {FOLD_MIN_EPOCHS} on a fold run, else 0)",
         minimum=0,
     )
     time_budget: float | None = option(
