@@ -239,3 +239,21 @@ def test_a_fold_that_would_stop_early_runs_to_the_floor(tmp_path):
             e["val"] for e in before["history"]
         ]
         assert after["early_stop"]["best"] >= before["early_stop"]["best"]
+
+
+def test_a_fold_run_from_before_the_floor_that_stopped_below_it_is_refused(tmp_path):
+    from coldbrew.errors import ColdbrewError
+
+    run = tmp_path / "folds" / "aldi" / "fold-0" / "seed-1"
+    run.mkdir(parents=True)
+    old = {"config": {"epochs": 30, "min_epochs": None}, "stopped": "early_stop"}
+    old |= {"epochs_run": 5, "early_stop": {"monitor": "cold/recall@20"}, "history": history(0.1)}
+    (run / "results.json").write_text(json.dumps(old))
+    with pytest.raises(ColdbrewError, match="stopped after epoch 5, below 10; give another --out"):
+        fold_histories(tmp_path, "aldi", 1, [1])
+    kept = old | {"config": {"epochs": 30, "min_epochs": 0}}  # asked for the old rule
+    (run / "results.json").write_text(json.dumps(kept))
+    assert fold_histories(tmp_path, "aldi", 1, [1]) == [history(0.1)]
+    new = old | {"early_stop": {"monitor": "cold/recall@20", "min_epochs": 0}}  # today's record
+    (run / "results.json").write_text(json.dumps(new))
+    assert fold_histories(tmp_path, "aldi", 1, [1]) == [history(0.1)]
