@@ -82,6 +82,7 @@ def compare(a: Path, b: Path, model: str, floors: list[int]) -> list[str]:
         f"{len(both)} runs (fold, seed) on both: {both}",
         "floor reading  A mean (seed sd) epoch  B mean (seed sd) epoch  B-A [95 %]  verdict",
     ]
+    patience_alone = [under_floor(runs_a, 0), under_floor(runs_b, 0)]
     for floor in floors:
         replayed = [under_floor(runs_a, floor), under_floor(runs_b, floor)]
         if None in replayed:
@@ -100,7 +101,14 @@ def compare(a: Path, b: Path, model: str, floors: list[int]) -> list[str]:
                 f"[{interval['low']:+.4f}, {interval['high']:+.4f}]  {verdict}"
             )
         stops = [sorted(each["stops"].values()) for each in replayed]
-        lines.append(f"      stops: A {stops[0]}  B {stops[1]}")
+        gains = [
+            max(each["own"][key] - alone["own"][key] for key in both)
+            for each, alone in zip(replayed, patience_alone, strict=True)
+        ]
+        lines.append(
+            f"      epochs trained: A {stops[0]}  B {stops[1]}; the most a fold's own best "
+            f"gains over patience alone: A {gains[0]:+.4f}  B {gains[1]:+.4f}"
+        )
     return lines
 
 
