@@ -9,7 +9,8 @@ large patience (they then show what a longer wait would have found), then:
 
 RUN: a run directory (its results.json, or last.pt while it trains), a results.json, or a folder
 searched for results.json (a leaderboard's MODEL/seed-N). Rules: ``pN`` patience N, ``gX`` minimum relative gain X, ``bS`` a time budget
-of S seconds of training + evaluation; joined (``p3g0.02``). Per rule and model: the selected
+of S seconds of training + evaluation, ``mN`` no patience stop before epoch N; joined
+(``p3g0.02``, ``p4m10``). Per rule and model: the selected
 epochs, the mean selected value against the reference rule (the first given), and the seconds
 to the stop (mean over the runs, and as a share of the reference's).
 """
@@ -28,12 +29,17 @@ DEFAULT_RULES = "p7,p5,p4,p3,p2,p5g0.01,p4g0.01,p3g0.01,p4g0.02,p3g0.02,p3g0.05"
 
 
 def parse_rule(text: str) -> StopRule:
-    match = re.fullmatch(r"(?:p(\d+))?(?:g([0-9.]+))?(?:b([0-9.]+))?", text)
+    match = re.fullmatch(r"(?:p(\d+))?(?:g([0-9.]+))?(?:b([0-9.]+))?(?:m(\d+))?", text)
     if not match or not text:
-        raise SystemExit(f"rule {text!r}: expected [pN][gX][bS], e.g. p3g0.02 or b300")
-    patience, gain, budget = match.groups()
+        raise SystemExit(f"rule {text!r}: expected [pN][gX][bS][mN], e.g. p3g0.02, b300, p4m10")
+    patience, gain, budget, floor = match.groups()
     unlimited = 10**9  # a budget alone: no patience
-    return StopRule(int(patience or unlimited), float(gain or 0), float(budget) if budget else None)
+    return StopRule(
+        int(patience or unlimited),
+        float(gain or 0),
+        float(budget) if budget else None,
+        int(floor or 0),
+    )
 
 
 def find_results(paths: list[str]) -> list[Path]:

@@ -229,7 +229,7 @@ def train_config(args: argparse.Namespace):
 
 
 # the options that let a finished run train on (resume_config allows each to change)
-STOPPING_OPTIONS = ("epochs", "patience", "min_gain", "time_budget")
+STOPPING_OPTIONS = ("epochs", "patience", "min_gain", "time_budget", "min_epochs")
 
 
 def refuse_finished_run(run_dir: str, config, given: dict) -> None:

@@ -21,6 +21,8 @@ from coldbrew.options import check_fields, option
 
 MAX_SEED = 2**32 - 1  # as coldbrew.data.dataset.MAX_SEED (a torch-free copy; a test checks)
 PROTOCOLS = ("coldbrew", "original")
+# a fold run's default min_epochs (BENCHMARKS.md, "A floor under the fold runs")
+FOLD_MIN_EPOCHS = 10
 
 
 def seed_option(default: int, help: str) -> Any:
@@ -132,6 +134,11 @@ class TrainConfig:
         "fraction (0.02: 2 %); smaller gains still make a new best epoch",
         minimum=0,
     )
+    min_epochs: int | None = option(
+        None,
+        f"patience cannot stop a run before this epoch (none: {FOLD_MIN_EPOCHS} on a fold run, else 0)",
+        minimum=0,
+    )
     time_budget: float | None = option(
         None,
         "stop after the epoch whose training + evaluation seconds reach this (data loading "
@@ -180,6 +187,15 @@ class TrainConfig:
         """A copy with ``changes`` (a fold, a seed, epochs) that shares nothing mutable with
         this one: a run may add notes to its own config, or change its model's options."""
         return dataclasses.replace(copy.deepcopy(self), **changes)
+
+    def resolved_min_epochs(self) -> int:
+        """The epoch before which patience cannot stop this run: ``min_epochs``, else
+        ``FOLD_MIN_EPOCHS`` for a fold run and 0 for another; at most ``epochs``."""
+        if self.min_epochs is not None:
+            floor = self.min_epochs
+        else:
+            floor = FOLD_MIN_EPOCHS if self.fold is not None else 0
+        return min(floor, self.epochs)
 
     def resolved_ks(self) -> list[int]:
         return sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))
@@ -247,4 +263,5 @@ TRAINING_OPTIONS = (
     "warmup_steps",
     "grad_clip",
     "patience",
+    "min_epochs",
 )

@@ -39,6 +39,7 @@ RESUMABLE_OVERRIDES = {
     "epochs",
     "patience",
     "min_gain",
+    "min_epochs",
     "time_budget",
     "quiet",
     "log_every",
@@ -382,7 +383,12 @@ def finish_run(
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped": stopped,
-        "early_stop": {"monitor": monitor.key, "mode": monitor.mode, "best": state.best_score},
+        "early_stop": {
+            "monitor": monitor.key,
+            "mode": monitor.mode,
+            "best": state.best_score,
+            "min_epochs": trainer.stop_rule().min_epochs,
+        },
         "headline": headline(metrics, monitor),
         "timing": {
             "train_seconds": state.train_seconds,

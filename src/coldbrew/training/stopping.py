@@ -1,6 +1,6 @@
 """When training stops: the rule the trainer applies after every evaluation, and its replay.
 
-Three knobs (``TrainConfig``: ``patience``, ``min_gain``, ``time_budget``):
+Four knobs (``TrainConfig``: ``patience``, ``min_gain``, ``time_budget``, ``min_epochs``):
 
 * the **best epoch** is the best monitored value seen, as always (any strict improvement);
 * **patience** counts evaluations since the last *significant* gain: a value that beats the
@@ -9,7 +9,11 @@ Three knobs (``TrainConfig``: ``patience``, ``min_gain``, ``time_budget``):
   gain still makes a new best epoch but does not buy more epochs;
 * **time budget**: the run stops after the evaluation that brings its training and evaluation
   seconds (``TrainState.train_seconds + eval_seconds``, data loading not included) to the
-  budget or past it.
+  budget or past it;
+* **minimum epochs**: patience cannot stop a run before epoch ``min_epochs`` (the run's
+  ``--epochs`` still ends it, and the time budget still stops it). Fold runs get a floor by
+  default (``TrainConfig.resolved_min_epochs``): a fold that stops while its curve is still
+  low would otherwise drag the mean fold curve, and its own fold score, down with it.
 
 ``replay`` applies the same rule to a finished run's history (``results.json``: per epoch the
 validation metrics and the cumulative seconds), so a rule can be judged offline on runs that
@@ -28,6 +32,7 @@ class StopRule:
     patience: int
     min_gain: float = 0.0
     time_budget: float | None = None  # seconds of training + evaluation
+    min_epochs: int = 0  # patience cannot stop a run before this epoch
 
 
 @dataclass
@@ -63,13 +68,32 @@ def update(count: StopCount, value: float, epoch: int, rule: StopRule, mode: str
     return improved
 
 
-def stop_reason(count: StopCount, seconds: float, rule: StopRule) -> str | None:
-    """``"early_stop"`` (patience spent), ``"time_budget"`` or None (train on)."""
-    if count.without_gain >= rule.patience:
+def stop_reason(count: StopCount, seconds: float, rule: StopRule, epoch: int) -> str | None:
+    """``"early_stop"`` (patience spent, ``epoch`` at least ``min_epochs``), ``"time_budget"``
+    or None (train on). ``epoch``: the epochs trained so far."""
+    if count.without_gain >= rule.patience and epoch >= rule.min_epochs:
         return "early_stop"
     if rule.time_budget is not None and seconds >= rule.time_budget:
         return "time_budget"
     return None
+
+
+def stop_line(reason: str, rule: StopRule, count: StopCount, monitor: str, epoch: int) -> str:
+    """The log line of a run that ``reason`` stopped after ``epoch``."""
+    if reason == "time_budget":
+        short = (
+            f", before its minimum of {rule.min_epochs} epochs" if epoch < rule.min_epochs else ""
+        )
+        return (
+            f"time budget of {rule.time_budget:g} s spent after epoch {epoch}{short}; "
+            f"best epoch {count.best_epoch}"
+        )
+    gain = f" by {rule.min_gain:.1%}" if rule.min_gain else ""
+    held = f", held to epoch {rule.min_epochs} at least" if rule.min_epochs else ""
+    return (
+        f"early stop: {monitor} did not improve{gain} for {count.without_gain} evaluations "
+        f"(patience {rule.patience}{held}); best epoch {count.best_epoch}"
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +120,7 @@ def replay(
     count = StopCount(best=start, reference=start)
     for epoch, (value, elapsed) in enumerate(zip(values, seconds, strict=True), start=1):
         update(count, float(value), epoch, rule, mode)
-        reason = stop_reason(count, elapsed, rule)
+        reason = stop_reason(count, elapsed, rule, epoch)
         if reason is not None:
             return Replayed(count.best_epoch, count.best, epoch, elapsed, reason)
     return Replayed(count.best_epoch, count.best, len(values), seconds[-1], "end")

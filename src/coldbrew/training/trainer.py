@@ -7,7 +7,8 @@ autocast, backward with the loss scaled by the micro-batch's share of the step; 
 the optimizer and the schedule. Loss terms and a non-finite flag accumulate on the device and
 are read once per epoch. Then ``task.evaluate(model, "val")``, the best checkpoint by the
 task's monitored metric, and the stopping rule of ``training/stopping.py`` (``patience``
-evaluations without a gain of ``min_gain``, or a ``time_budget`` of seconds).
+evaluations without a gain of ``min_gain`` once ``min_epochs`` are trained, or a
+``time_budget`` of seconds).
 
 Randomness, one process: the sample order and everything drawn inside a step (negatives,
 dropout, CLCRec's content mix) come from the global torch RNG, which the run seeds before it
@@ -56,7 +57,7 @@ from coldbrew.training.memory.safety import (
     memory_figures,
 )
 from coldbrew.training.optim import build_optimizer, build_scheduler, schedule_note
-from coldbrew.training.stopping import StopCount, StopRule, stop_reason, update
+from coldbrew.training.stopping import StopCount, StopRule, stop_line, stop_reason, update
 
 
 class NonFiniteLoss(ColdbrewError):
@@ -348,24 +349,19 @@ class Trainer:
             for hook in self.hooks:
                 hook.epoch_end(state)
         reason = self.stop_reason()
-        if reason == "early_stop":
-            gain = f" by {config.min_gain:.1%}" if config.min_gain else ""
-            self.log(
-                f"early stop: {monitor.key} did not improve{gain} for {config.patience} "
-                f"evaluations; best epoch {state.best_epoch}"
+        if reason is not None:
+            count = StopCount(
+                best_epoch=state.best_epoch, without_gain=state.epochs_without_improvement
             )
-        elif reason == "time_budget":
-            self.log(
-                f"time budget of {config.time_budget:g} s spent after epoch {state.epoch}; "
-                f"best epoch {state.best_epoch}"
-            )
+            self.log(stop_line(reason, self.stop_rule(), count, monitor.key, state.epoch))
         if unreached := self.faults.unreached():
             warnings.warn(f"{unreached} (it took {state.optimizer_steps})", stacklevel=2)
         return state
 
     def stop_rule(self) -> StopRule:
         config = self.config
-        return StopRule(config.patience, config.min_gain, config.time_budget)
+        floor = config.resolved_min_epochs()
+        return StopRule(config.patience, config.min_gain, config.time_budget, floor)
 
     def _record(self, score: float) -> bool:
         """The stopping rule's count after an evaluation of ``score``; whether it is the best."""
@@ -419,7 +415,8 @@ class Trainer:
         """``"early_stop"``, ``"time_budget"`` or None (the rule lets training go on)."""
         state = self.state
         count = StopCount(without_gain=state.epochs_without_improvement)
-        return stop_reason(count, state.train_seconds + state.eval_seconds, self.stop_rule())
+        seconds = state.train_seconds + state.eval_seconds
+        return stop_reason(count, seconds, self.stop_rule(), state.epoch)
 
     def _epoch_line(self, losses: dict, metrics: Metrics, improved: bool) -> str:
         loss_text = " ".join(f"{name}={value:.4f}" for name, value in losses.items())

@@ -205,3 +205,55 @@ def test_a_run_is_scored_under_the_other_convention_once_and_read_back(board, mo
     blends = parse_blends("clcrec+ridge", MODELS)
     again = leaderboard(LAYERS, MODELS, [1], out, blends=blends, plot=False, log=lambda _: None)
     assert again["rows"] == result["rows"]
+
+
+def test_a_fold_that_would_stop_early_runs_to_the_floor(tmp_path):
+    """Patience 1 stops some fold run before epoch 6 under the old rule (``min_epochs`` 0);
+    by default every fold run reaches the floor (capped by ``epochs``: 6), so the mean fold
+    curve covers all 6 epochs, and each fold's score is its best over them."""
+    layer = {**TINY_RUN, "epochs": 6, "patience": 1, "folds": FOLDS, "clcrec": {"num_neg": 4}}
+    quiet = {"plot": False, "log": lambda _: None}
+    leaderboard(({**layer, "min_epochs": 0},), ["clcrec"], [1], tmp_path / "old", **quiet)
+    leaderboard((layer,), ["clcrec"], [1], tmp_path / "new", **quiet)
+
+    def fold_results(board):
+        return [
+            json.loads(
+                (board / "folds" / "clcrec" / f"fold-{f}" / "seed-1" / "results.json").read_text()
+            )
+            for f in range(FOLDS)
+        ]
+
+    old, new = fold_results(tmp_path / "old"), fold_results(tmp_path / "new")
+    assert any(run["epochs_run"] < 6 for run in old)  # the old rule did stop a fold early
+    assert all(run["epochs_run"] == 6 for run in new)
+    assert all(run["early_stop"]["min_epochs"] == 6 for run in new)
+    assert (
+        len(mean_curve(fold_histories(tmp_path / "new", "clcrec", FOLDS, [1]), "cold/recall@20"))
+        == 6
+    )
+    for before, after in zip(old, new, strict=True):
+        # the same run up to the old stop (a constant schedule): the floor only adds epochs
+        length = before["epochs_run"]
+        assert [e["val"] for e in after["history"][:length]] == [
+            e["val"] for e in before["history"]
+        ]
+        assert after["early_stop"]["best"] >= before["early_stop"]["best"]
+
+
+def test_a_fold_run_from_before_the_floor_that_stopped_below_it_is_refused(tmp_path):
+    from coldbrew.errors import ColdbrewError
+
+    run = tmp_path / "folds" / "aldi" / "fold-0" / "seed-1"
+    run.mkdir(parents=True)
+    old = {"config": {"epochs": 30, "min_epochs": None}, "stopped": "early_stop"}
+    old |= {"epochs_run": 5, "early_stop": {"monitor": "cold/recall@20"}, "history": history(0.1)}
+    (run / "results.json").write_text(json.dumps(old))
+    with pytest.raises(ColdbrewError, match="stopped after epoch 5, below 10; give another --out"):
+        fold_histories(tmp_path, "aldi", 1, [1])
+    kept = old | {"config": {"epochs": 30, "min_epochs": 0}}  # asked for the old rule
+    (run / "results.json").write_text(json.dumps(kept))
+    assert fold_histories(tmp_path, "aldi", 1, [1]) == [history(0.1)]
+    new = old | {"early_stop": {"monitor": "cold/recall@20", "min_epochs": 0}}  # today's record
+    (run / "results.json").write_text(json.dumps(new))
+    assert fold_histories(tmp_path, "aldi", 1, [1]) == [history(0.1)]

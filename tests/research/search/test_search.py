@@ -330,5 +330,11 @@ def test_a_trial_on_folds_trains_every_fold_and_is_their_mean(tmp_path):
         for fold in range(2)
     ]
     assert all(set(run["per_seed"]["1"]["metrics"]) == {"val"} for run in folds)
+    # every fold run got the fold floor (FOLD_MIN_EPOCHS, capped by its one epoch)
+    for fold in range(2):
+        run = json.loads(
+            (out / "trial-000" / f"fold-{fold}" / "seed-1" / "results.json").read_text()
+        )
+        assert run["early_stop"]["min_epochs"] == 1
     values = [run["metrics"]["val"]["cold"]["recall@5"]["mean"] for run in folds]
     assert result["best"]["value"] == pytest.approx(sum(values) / 2)

@@ -2,7 +2,8 @@
 trained once more on every training item; validation, read by no choice, reports.
 
 For each model, fold ``k`` of K (``coldbrew.data.splits.folds``) is a multi-seed run in
-``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them.
+``OUT/folds/MODEL/fold-k`` that holds out the fold's training items and early-stops on them,
+never before ``min_epochs`` (a fold run's default floor, ``TrainConfig.resolved_min_epochs``).
 The number of epochs is then chosen from the mean fold curve: the monitored metric of every fold
 run of the model (every fold and seed), epoch by epoch, averaged over the epochs that every one
 of them reached; its first maximum is the count (a model with nothing to train has one). The
@@ -92,8 +93,28 @@ def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> li
     for fold in range(folds):
         for seed in seeds:
             path = seed_dir(fold_dir(out, name, fold), seed) / "results.json"
-            histories.append(json.loads(path.read_text())["history"])
+            results = json.loads(path.read_text())
+            check_floor(results, path)
+            histories.append(results["history"])
     return histories
+
+
+def check_floor(results: dict, path: Path) -> None:
+    """A fold run trained before fold runs had a floor, and stopped below it, is refused: its
+    early stop would decide the mean fold curve again."""
+    from coldbrew.config.run_options import FOLD_MIN_EPOCHS
+
+    if "min_epochs" in results.get("early_stop", {}) or results.get("stopped") != "early_stop":
+        return
+    config = results["config"]
+    floor = config.get("min_epochs")
+    floor = min(FOLD_MIN_EPOCHS if floor is None else floor, config["epochs"])
+    if results["epochs_run"] < floor:
+        raise ColdbrewError(
+            f"{path.parent}: trained before fold runs had a floor, it stopped after epoch "
+            f"{results['epochs_run']}, below {floor}; give another --out, or --min-epochs 0 to "
+            "keep its rule"
+        )
 
 
 def mean_curve(histories: Sequence[Sequence[dict]], monitor: str) -> list[float]:

@@ -137,7 +137,7 @@ def task_monitor(config: TrainConfig, dataset: Any):
 
 # the study's identity: what a trial trains, so its trials stay comparable (a run may resume
 # with more epochs, but a study whose trials had another budget would mix two searches)
-STUDY_BUDGET = ("epochs", "patience")
+STUDY_BUDGET = ("epochs", "patience", "min_epochs")
 
 
 def search_settings(
