@@ -4,6 +4,7 @@ planted structure; the caller's random stream is left as it was."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -134,3 +135,58 @@ def test_als_is_the_same_under_a_seed_and_differs_across_seeds():
     )
     assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
     assert not torch.equal(first[0], other[0])
+
+
+def two_by_two() -> Dataset:
+    """Users 0 and 1, items 0 and 1, all warm; every cell observed but (1, 1)."""
+    train = interactions_to_csr(np.array([0, 0, 1]), np.array([0, 1, 0]), (2, 2))
+    return Dataset("two-by-two", 2, 2, train, cold_items=np.array([], dtype=np.int64))
+
+
+def rank_one_scores(alpha: float) -> torch.Tensor:
+    chosen = options(backbone="als", backbone_dim=1, backbone_epochs=200, backbone_reg=0.0)
+    users, items = backbone.train_als(two_by_two(), replace(chosen, backbone_alpha=alpha), 1)
+    return users @ items.T  # (2, 2)
+
+
+def test_alpha_weighs_the_observed_cells_against_the_unobserved_one():
+    pytest.importorskip("implicit")
+    # alpha 1 weighs all four cells the same: the best rank-1 fit of [[1, 1], [1, 0]] is its top
+    # eigenpair, λ = (1 + √5) / 2 and v ∝ (λ, 1), so λ v vᵀ = [[1.171, 0.724], [0.724, 0.447]]
+    root5 = 5**0.5
+    golden = (1 + root5) / 2
+    expected = golden * torch.tensor([[golden**2, golden], [golden, 1.0]]) / (golden**2 + 1)
+    assert torch.allclose(rank_one_scores(1.0), expected, atol=2e-3)
+    assert abs(expected[1, 1].item() - 1 / root5) < 1e-6
+    # alpha 100: the three observed cells fit 1 almost exactly, and a rank-1 fit of three ones
+    # in [[1, 1], [1, ?]] puts 1·1/1 = 1 in the fourth; the unobserved weight pulls it a little
+    heavy = rank_one_scores(100.0)
+    assert torch.allclose(heavy[[0, 0, 1], [0, 1, 0]], torch.ones(3), atol=0.02)
+    assert 0.9 < heavy[1, 1].item() < 1.0
+
+
+def test_the_default_alpha_is_implicits_alpha_one_as_before():
+    implicit_als = pytest.importorskip("implicit.cpu.als")
+    dataset, _ = planted()
+    chosen = options(backbone="als")
+    assert chosen.backbone_alpha == 1.0
+    users, items = backbone.train_als(dataset, chosen, 4)
+    matrix, warm = backbone.warm_columns(dataset)
+    reference = implicit_als.AlternatingLeastSquares(
+        factors=8, regularization=0.01, alpha=1.0, iterations=5, random_state=4, num_threads=1
+    )
+    reference.fit(matrix, show_progress=False)
+    assert np.allclose(users.numpy(), reference.user_factors, atol=1e-5)
+    assert np.allclose(items[torch.from_numpy(warm)].numpy(), reference.item_factors, atol=1e-5)
+
+
+def test_alpha_files_a_backbone_under_its_own_key(monkeypatch):
+    dataset, _ = planted()
+    base, heavier = options(), options(backbone_alpha=4.0)
+    assert backbone.cache_key(dataset, base, 1)["backbone_alpha"] == 1.0
+    assert backbone.cache_key(dataset, heavier, 1)["backbone_alpha"] == 4.0
+    calls = count_training(monkeypatch)
+    collaborative_teacher(dataset, base, 1, progress=False)
+    collaborative_teacher(dataset, heavier, 1, progress=False)
+    collaborative_teacher(dataset, heavier, 1, progress=False)
+    assert calls == ["train_bpr", "train_bpr"]

@@ -6,7 +6,11 @@ trains user and item vectors on the warm training interactions only and returns 
 options inherit it): ``backbone`` picks
 
 * ``als`` (the default): the ``implicit`` package's alternating least squares (the ``zoo``
-  extra), ``backbone_epochs`` sweeps on the user x warm-item matrix, so cold items take no part;
+  extra), ``backbone_epochs`` sweeps on the user x warm-item matrix, so cold items take no part.
+  Every user-item cell counts, an observed one with weight ``backbone_alpha`` and target 1, an
+  unobserved one with weight 1 and target 0 (``implicit`` reads a cell's value times alpha as its
+  weight, and the training matrix holds ones); ``backbone_reg`` is one constant for every
+  vector, however many interactions it has;
 * ``bpr``: the registered ``bpr`` model (``coldbrew.models.zoo.bpr``), trained on the CPU by the one
   loop (``Trainer.train_epoch``) for ``backbone_epochs`` epochs, without evaluation.
 
@@ -43,7 +47,6 @@ from coldbrew.training.checkpoint import atomic_write
 CACHE_FORMAT = 1  # bump when a backbone's training changes what a key's vectors are
 # the bpr backbone's run: large steps (cheap on a CPU) and the learning rate that suits them
 BPR_RUN = {"batch_size": 8192, "lr": 0.01, "device": "cpu"}
-ALS_ALPHA = 1.0  # confidence of an interaction: 1 + alpha (implicit's default scaling)
 
 
 def dataset_identity(dataset: Dataset) -> str:
@@ -170,7 +173,7 @@ def train_als(dataset: Dataset, options, seed: int) -> tuple[torch.Tensor, torch
         model = AlternatingLeastSquares(
             factors=options.backbone_dim,
             regularization=options.backbone_reg,
-            alpha=ALS_ALPHA,
+            alpha=options.backbone_alpha,
             iterations=options.backbone_epochs,
             random_state=seed,
             calculate_training_loss=False,

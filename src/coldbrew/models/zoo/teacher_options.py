@@ -30,7 +30,18 @@ class TeacherOptions:
         "the backbone's training epochs (als: alternating sweeps; bpr ranks a little better at 30)",
         minimum=1,
     )
-    backbone_reg: float = option(0.01, "the backbone's L2 regularisation", minimum=0)
+    backbone_reg: float = option(
+        0.01,
+        "the backbone's L2 regularisation (als: a constant on every vector, not scaled by its "
+        "count of interactions, so a larger backbone_alpha weakens it relatively)",
+        minimum=0,
+    )
+    backbone_alpha: float = option(
+        1.0,
+        "als: the weight of an observed interaction against an unobserved one (weight 1); 1 "
+        "weighs both the same, larger trusts the observed more (bpr ignores it)",
+        above=0,
+    )
 
     def negative_sampling(self) -> tuple[int, bool]:
         """Negatives per positive the recommendation task draws, and whether they all differ:

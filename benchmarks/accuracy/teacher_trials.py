@@ -1,0 +1,85 @@
+"""A fold search's trials, fold by fold: each trial's settings, its cold Recall@20 on every fold
+under both conventions, and the joint score (their geometric mean), best first.
+
+    python benchmarks/accuracy/teacher_trials.py runs/teacher-search [--top 5] [--also 0]
+
+The study comes from ``coldbrew search --folds K --objective joint``; each trial's folds are
+read from ``TRIAL/fold-k/seed-S`` (``results.json``: the all-cold convention;
+``evaluation-split.json``: the split's own). ``--also`` adds trials by number (trial 0 is the
+starting settings, the defaults) whatever their rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+SETTINGS = ("backbone_dim", "backbone_reg", "backbone_alpha", "backbone_epochs", "ridge_lambda")
+METRIC = "recall@20"
+
+
+def fold_score(run: Path, convention: str) -> float | None:
+    name = "results.json" if convention == "all" else "evaluation-split.json"
+    path = run / name
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())["metrics"]["val"]["cold"][METRIC]
+
+
+def trial_row(trial: Path) -> dict | None:
+    """Settings, per-fold scores and their means, or None for a trial with a fold unfinished."""
+    folds = sorted(trial.glob("fold-*"), key=lambda path: int(path.name.split("-")[1]))
+    runs = [next(iter(sorted(fold.glob("seed-*"))), None) for fold in folds]
+    if not runs or None in runs:
+        return None
+    scores = {c: [fold_score(run, c) for run in runs] for c in ("all", "split")}
+    if any(None in values for values in scores.values()):
+        return None
+    config = yaml.safe_load((runs[0] / "config.yaml").read_text())
+    section = config.get(config.get("model"), config)
+    means = {c: sum(values) / len(values) for c, values in scores.items()}
+    return {
+        "trial": int(trial.name.split("-")[1]),
+        "settings": {name: section.get(name, config.get(name)) for name in SETTINGS},
+        "scores": scores,
+        "means": means,
+        "joint": math.sqrt(means["all"] * means["split"]),
+    }
+
+
+def shown(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def table(rows: list[dict]) -> list[str]:
+    head = ["trial", *SETTINGS, "folds all", "folds split", "joint"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [str(row["trial"]), *(shown(row["settings"][name]) for name in SETTINGS)]
+        for convention in ("all", "split"):
+            folds = " ".join(f"{value:.3f}" for value in row["scores"][convention])
+            cells.append(f"{row['means'][convention]:.4f} ({folds})")
+        cells.append(f"{row['joint']:.4f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study", type=Path)
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--also", type=int, nargs="*", default=[0])
+    args = parser.parse_args()
+    rows = [row for trial in args.study.glob("trial-*") if (row := trial_row(trial))]
+    rows.sort(key=lambda row: -row["joint"])
+    chosen = rows[: args.top] + [row for row in rows[args.top :] if row["trial"] in set(args.also)]
+    print(f"{len(rows)} finished trials in {args.study}")
+    print("\n".join(table(chosen)))
+
+
+if __name__ == "__main__":
+    main()
