@@ -8,11 +8,11 @@ import json
 import pytest
 
 from coldbrew.cli import main
+from coldbrew.research.boards.encoder_rows import board_rows
 from coldbrew.research.boards.leaderboard import (
     board_preset,
     leaderboard,
     load_text_vectors_first,
-    model_configs,
     plan_board,
     train_models,
 )
@@ -114,12 +114,13 @@ def test_a_presets_leaderboard_section_may_give_the_jobs():
 
 def test_the_first_model_that_reads_text_vectors_loads_its_data_before_the_processes():
     loaded, lines = [], []
-    configs = model_configs((BASE,), ["lm", "knn", "ridge"])
+    configs = [config for _, config in board_rows((BASE,), ["lm", "knn", "ridge"], ())]
     load_text_vectors_first(configs, 3, loaded.append, lines.append)
     # the LM reads the texts itself (no text vectors): knn's data, for the first seed, once
     assert [(config.model, config.seed, config.data) for config in loaded] == [
         ("knn", 3, BASE["data"])
     ]
     assert lines == [f"loading {BASE['data']} once before the processes start (its text vectors)"]
-    load_text_vectors_first(model_configs((BASE,), ["lm"]), 1, loaded.append, lines.append)
+    lm_only = [config for _, config in board_rows((BASE,), ["lm"], ())]
+    load_text_vectors_first(lm_only, 1, loaded.append, lines.append)
     assert len(loaded) == 1  # nothing reads text vectors: nothing is loaded

@@ -110,7 +110,9 @@ def board_rows(
 
 def row_config(base_layers: Sequence[dict], name: str) -> TrainConfig:
     """The config of the row ``name`` (``aldi@mpnet@128``: aldi with that encoder; ``aldi``:
-    aldi with the board's settings)."""
+    aldi with the board's settings): the board's layers (a preset, the command line's flags)
+    made into the model's config, its own section of options included. The one place a board
+    makes a config; everything below derives from it (a fold, a final run, a seed)."""
     model, encoder = split_row(name)
     layers = (*base_layers, {"text_encoder": encoder}) if encoder is not None else base_layers
     return make_config(*layers, {"model": model})

@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from coldbrew.config import TrainConfig, make_config
+from coldbrew.config import TrainConfig
 from coldbrew.errors import ColdbrewError
 from coldbrew.research.boards.blend_names import (
     PREFIX,
@@ -106,20 +106,6 @@ def model_option_owners(key: str) -> list[str]:
     if name in FIELDS or name in MODELS:
         return []
     return [model for model, spec in MODELS.items() if name in hints(spec.config)]
-
-
-def model_config(base_layers: Sequence[dict], model: str) -> TrainConfig:
-    """A model's settings on the board: the board's layers (a preset, the command line's flags)
-    made into ``model``'s config, its own section of options included. The one place a board
-    makes a config; everything below derives from it (a fold, a final run, a seed)."""
-    return make_config(*base_layers, {"model": model})
-
-
-def model_configs(base_layers: Sequence[dict], models: Sequence[str]) -> list[TrainConfig]:
-    """Each model's config (``model_config``); a model's option written flat applies to every
-    model, so one that some model lacks is refused with where to put it."""
-    check_flat_options(base_layers, models)
-    return [model_config(base_layers, model) for model in models]
 
 
 def check_flat_options(base_layers: Sequence[dict], models: Sequence[str]) -> None:
