@@ -128,3 +128,18 @@ def test_wide_rows_with_ties_near_the_top_equal_the_plain_sort(rotated, monkeypa
         expected = reference_top(scores[row].tolist(), row_keys, k)
         assert columns[row].tolist() == expected
         assert values[row].tolist() == scores[row, expected].tolist()
+
+
+def test_each_row_its_own_keys_equal_a_sort_on_score_then_that_rows_key():
+    # rows whose columns are different items (a blend's kept candidates): keys (B, width)
+    scores = tie_heavy_scores(30, 40, 3, seed=11)
+    item_keys = torch.from_numpy(tie_keys(500))
+    ids = torch.stack(
+        [torch.randperm(500, generator=torch.Generator().manual_seed(r))[:40] for r in range(30)]
+    )
+    shift = torch.from_numpy(tie_shifts(30, 500))
+    values, columns = top_k(scores, 7, item_keys[ids], shift, 500)
+    for row in range(30):
+        rotated = ((item_keys[ids[row]] + shift[row]) % 500).tolist()
+        assert columns[row].tolist() == reference_top(scores[row].tolist(), rotated, 7)
+    assert torch.equal(values, scores.gather(1, columns))

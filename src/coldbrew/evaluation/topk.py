@@ -80,8 +80,9 @@ def top_k(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``min(k, width)`` best ``(values, columns)`` of each row of ``scores`` (B, width),
     without NaN, in rank order: value descending, then tie key ascending: ``keys`` (width,),
-    the columns' distinct keys in ``[0, modulus)``, seen by row ``r`` as ``(keys + shift[r]) %
-    modulus`` when ``shift`` (B,) is given (``tie_shifts``)."""
+    the columns' distinct keys in ``[0, modulus)`` (or (B, width): each row's own, for rows
+    whose columns are different items), seen by row ``r`` as ``(keys + shift[r]) % modulus``
+    when ``shift`` (B,) is given (``tie_shifts``)."""
     width = scores.shape[1]
     k = min(k, width)
     if k == 0:
@@ -95,8 +96,9 @@ def top_k(
     values, columns = values[:, :k], columns[:, :k]
     if tied_rows.numel():
         rows_shift = None if shift is None else shift[tied_rows]
+        rows_keys = keys[tied_rows] if keys.dim() == 2 else keys
         exact = ordered_top_k(
-            scores[tied_rows], k, values[tied_rows, -1], keys, rows_shift, modulus
+            scores[tied_rows], k, values[tied_rows, -1], rows_keys, rows_shift, modulus
         )
         values, columns = values.clone(), columns.clone()
         values[tied_rows], columns[tied_rows] = exact
@@ -131,7 +133,8 @@ def ordered_top_k(
         else:
             candidates = torch.arange(width, device=scores.device).expand(len(rows), -1)
         rows_shift = None if shift is None else shift[rows]
-        by_key = row_keys(keys[candidates], rows_shift, modulus).argsort(dim=1)
+        seen = keys[rows].gather(1, candidates) if keys.dim() == 2 else keys[candidates]
+        by_key = row_keys(seen, rows_shift, modulus).argsort(dim=1)
         candidates = candidates.gather(1, by_key)
         ordered, position = part.gather(1, candidates).sort(dim=1, descending=True, stable=True)
         values[rows], columns[rows] = ordered[:, :k], candidates.gather(1, position[:, :k])

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 import torch
 
 from coldbrew.evaluation.plan import canonical, cold_items_of
-from coldbrew.evaluation.topk import rank_order, tie_keys, tie_shifts
+from coldbrew.evaluation.topk import tie_keys, tie_shifts, top_k
 from coldbrew.models.blend import standardised
 
 TOP = 20  # recall@20
@@ -73,19 +73,11 @@ def weighted_sum(z: torch.Tensor, weights: Sequence[float]) -> torch.Tensor:
 def top_hits(values, ids, positive, keys, shift):
     """``(hits, last, columns)``: hits in each row's top ``TOP`` of ``values`` (B, W), its
     ``TOP``-th value (``-inf`` when fewer) and the top's columns: value descending, then the
-    rotated tie key of ``ids`` (B, W); ``positive`` (B, W) says which are held-out positives.
-    Masked (``-inf``) items are never hits."""
-    top = min(TOP, values.shape[1])
-    best, columns = torch.topk(values, min(top + 1, values.shape[1]), dim=1)
-    tied = (best[:, 1:] == best[:, :-1]).any(1).nonzero().squeeze(1)
-    best, columns = best[:, :top], columns[:, :top]
-    if tied.numel():  # ties among the best: rank those rows fully, as the evaluator does
-        steps = torch.arange(values.shape[1]).expand(len(tied), -1)
-        exact, _, order = rank_order(values[tied], ids[tied], steps, keys=keys, shift=shift[tied])
-        best, columns = best.clone(), columns.clone()
-        best[tied], columns[tied] = exact[:, :top], order[:, :top]
+    rotated tie key of ``ids`` (B, W) (``topk.top_k``, as the evaluator ranks); ``positive``
+    (B, W) says which are held-out positives. Masked (``-inf``) items are never hits."""
+    best, columns = top_k(values, TOP, keys[ids], shift, len(keys))
     hits = (positive.gather(1, columns) & (best != MINUS_INFINITY)).sum(1)
-    last = best[:, -1] if top == TOP else torch.full((len(best),), MINUS_INFINITY)
+    last = best[:, -1] if best.shape[1] == TOP else torch.full((len(best),), MINUS_INFINITY)
     return hits, last, columns
 
 
