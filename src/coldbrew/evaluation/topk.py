@@ -124,11 +124,11 @@ def ordered_top_k(
     narrow = (counts * 4 <= width) & (counts >= k)  # fewer than k: a NaN in the row
     values = scores.new_empty(len(scores), k)
     columns = torch.empty(len(scores), k, dtype=torch.int64, device=scores.device)
-    for rows in (narrow.nonzero().squeeze(1), (~narrow).nonzero().squeeze(1)):
+    for few, rows in ((True, narrow.nonzero().squeeze(1)), (False, (~narrow).nonzero().squeeze(1))):
         if not rows.numel():
             continue
         part = scores[rows]
-        if bool(narrow[rows[0]]):
+        if few:
             candidates = torch.topk(part, int(counts[rows].max()), dim=1).indices
         else:
             candidates = torch.arange(width, device=scores.device).expand(len(rows), -1)

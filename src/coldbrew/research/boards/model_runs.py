@@ -116,9 +116,8 @@ def train_model(unit: RunUnit, cache: Any, log: Callable[[str], None]) -> dict:
     if resume:
         check_same_settings(unit.run_dir, unit.config)
     seeds = list(unit.seeds)
-    log(
-        f"{unit.row or unit.model}: {'continuing' if resume else 'training'} seeds {seeds} in {unit.run_dir}"
-    )
+    doing = "continuing" if resume else "training"
+    log(f"{unit.row or unit.model}: {doing} seeds {seeds} in {unit.run_dir}")
     options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
     results = train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
     score_conventions(unit, cache)

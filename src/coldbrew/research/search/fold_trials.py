@@ -1,7 +1,8 @@
 """A search trial on cold-item folds (``--folds K``): one multi-seed run per fold
-(``TRIAL/fold-k``), each early-stopping on its fold (not before a fold run's ``min_epochs``); the trial's value is the mean over the
-folds of its monitored validation metric (each fold's own mean over seeds), or with the joint
-objective the geometric mean of both conventions' fold means. A fold's run holds no report
+(``TRIAL/fold-k``), each early-stopping on its fold (not before a fold run's ``min_epochs``);
+the trial's value is the mean over the folds of its monitored validation metric (each fold's
+own mean over seeds), or with the joint objective the geometric mean of both conventions' fold
+means. A fold's run holds no report
 split (``coldbrew.data.splits.folds``), so no trial reads the items that report."""
 
 from __future__ import annotations
