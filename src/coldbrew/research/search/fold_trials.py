@@ -2,8 +2,8 @@
 (``TRIAL/fold-k``), each early-stopping on its fold (not before a fold run's ``min_epochs``);
 the trial's value is the mean over the folds of its monitored validation metric (each fold's
 own mean over seeds), or with the joint objective the geometric mean of both conventions' fold
-means. A fold's run holds no report
-split (``coldbrew.data.splits.folds``), so no trial reads the items that report."""
+means. A fold's run holds no report split (``coldbrew.data.splits.folds``), so no trial reads
+the items that report."""
 
 from __future__ import annotations
 
