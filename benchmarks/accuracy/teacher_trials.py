@@ -4,30 +4,31 @@ under both conventions, and the joint score (their geometric mean), best first.
     python benchmarks/accuracy/teacher_trials.py runs/teacher-search [--top 5] [--also 0]
 
 The study comes from ``coldbrew search --folds K --objective joint``; each trial's folds are
-read from ``TRIAL/fold-k/seed-S`` (``results.json``: the all-cold convention;
-``evaluation-split.json``: the split's own). ``--also`` adds trials by number (trial 0 is the
+read from ``TRIAL/fold-k/seed-S`` as a board reads a run under each convention
+(``convention_metrics``: its own metrics, or its saved evaluation). ``--also`` adds trials by number (trial 0 is the
 starting settings, the defaults) whatever their rank.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
 
 import yaml
+
+from coldbrew.research.boards.board import convention_metrics
+from coldbrew.research.search.study import joint_value
 
 SETTINGS = ("backbone_dim", "backbone_reg", "backbone_alpha", "backbone_epochs", "ridge_lambda")
 METRIC = "recall@20"
 
 
 def fold_score(run: Path, convention: str) -> float | None:
-    name = "results.json" if convention == "all" else "evaluation-split.json"
-    path = run / name
-    if not path.exists():
+    """A fold run's val cold Recall@20 under ``convention``, as the board reads it (None: the
+    run is unfinished)."""
+    if not (run / "results.json").exists():
         return None
-    return json.loads(path.read_text())["metrics"]["val"]["cold"][METRIC]
+    return convention_metrics(run, convention)["val"]["cold"][METRIC]
 
 
 def trial_row(trial: Path) -> dict | None:
@@ -47,7 +48,7 @@ def trial_row(trial: Path) -> dict | None:
         "settings": {name: section.get(name, config.get(name)) for name in SETTINGS},
         "scores": scores,
         "means": means,
-        "joint": math.sqrt(means["all"] * means["split"]),
+        "joint": joint_value({c: {"val": mean} for c, mean in means.items()}, "val"),
     }
 
 
