@@ -240,6 +240,7 @@ MODELS: dict[str, ModelSpec] = {
         "recommendation",
         "BPR-MF: a warm baseline (cold items score zero) and the zoo's collaborative backbone",
         monitor_group="warm",  # its cold scores are all zero: cold Recall@20 ranks ties
+        reads_text_vectors=False,  # it reads no content: no encode, one row on an encoder board
     ),
 }
 

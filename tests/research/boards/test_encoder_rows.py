@@ -185,9 +185,9 @@ def test_a_second_call_with_one_encoder_keeps_the_others_rows_and_trains_nothing
 
 def test_a_model_that_reads_no_text_block_gets_one_row():
     base = ({"data": "synthetic:small,users=120,items=80"},)
-    rows = board_rows(base, ["lm", "ridge"], ENCODERS)
-    assert [name for name, _ in rows] == ["lm", "ridge@minilm", "ridge@mpnet@128"]
-    assert [str(config.text_encoder) for _, config in rows] == ["minilm", *ENCODERS]
+    rows = board_rows(base, ["lm", "bpr", "ridge"], ENCODERS)  # bpr reads no content at all
+    assert [name for name, _ in rows] == ["lm", "bpr", "ridge@minilm", "ridge@mpnet@128"]
+    assert [str(config.text_encoder) for _, config in rows] == ["minilm", "minilm", *ENCODERS]
     assert board_rows(base, ["ridge"], []) == [("ridge", make_config(*base, {"model": "ridge"}))]
     with pytest.raises(ColdbrewError, match="no model here reads the text block"):
         board_rows(({**base[0], "features": ["genre"]},), ["ridge"], ENCODERS)

@@ -8,9 +8,9 @@ the row's folder (``OUT/aldi@mpnet@128``, its folds' ``OUT/folds/aldi@mpnet@128`
 (no ``+``), and a folder is given by a name without ``/`` (run from its parent), so a row name
 never holds a blend's ``+`` or parentheses and is always one folder.
 
-A model that cannot use the encoder (the LM: its own backbone reads the texts; any model when
-``--features`` has no text block) gets one row, named by the model alone: its runs would be
-the same on every encoder. Every row of a board shares the run options but the encoder, so
+A model that cannot use the encoder (the LM: its own backbone reads the texts; BPR, which
+reads no content; any model when ``--features`` has no text block) gets one row, named by the
+model alone: its runs would be the same on every encoder. Every row of a board shares the run options but the encoder, so
 every row draws the same split and, with ``--folds``, the same folds (``fold_seed``): the paired
 test compares encoders as it compares models.
 """
