@@ -1,17 +1,19 @@
 """A fold search's trials, fold by fold: each trial's settings, its cold Recall@20 on every fold
 under both conventions, and the joint score (their geometric mean), best first.
 
-    python benchmarks/accuracy/teacher_trials.py runs/teacher-search [--top 5] [--also 0]
+    python benchmarks/accuracy/fold_search_trials.py runs/aldi-search [--top 5] [--also 0]
 
 The study comes from ``coldbrew search --folds K --objective joint``; each trial's folds are
 read from ``TRIAL/fold-k/seed-S`` as a board reads a run under each convention
-(``convention_metrics``: its own metrics, or its saved evaluation). ``--also`` adds trials by number (trial 0 is the
-starting settings, the defaults) whatever their rank.
+(``convention_metrics``: its own metrics, or its saved evaluation). The columns are the
+settings the study searched (its ``trials.json``), or ``--settings a,b``. ``--also`` adds trials
+by number (trial 0 is the starting settings, the defaults) whatever their rank.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import yaml
@@ -19,7 +21,6 @@ import yaml
 from coldbrew.research.boards.board import convention_metrics
 from coldbrew.research.search.study import joint_value
 
-SETTINGS = ("backbone_dim", "backbone_reg", "backbone_alpha", "backbone_epochs", "ridge_lambda")
 METRIC = "recall@20"
 
 
@@ -31,7 +32,13 @@ def fold_score(run: Path, convention: str) -> float | None:
     return convention_metrics(run, convention)["val"]["cold"][METRIC]
 
 
-def trial_row(trial: Path) -> dict | None:
+def searched(study: Path) -> list[str]:
+    """The settings the study's trials drew, in the space's order."""
+    trials = json.loads((study / "trials.json").read_text())["trials"]
+    return list(trials[0]["params"]) if trials else []
+
+
+def trial_row(trial: Path, settings: list[str]) -> dict | None:
     """Settings, per-fold scores and their means, or None for a trial with a fold unfinished."""
     folds = sorted(trial.glob("fold-*"), key=lambda path: int(path.name.split("-")[1]))
     runs = [next(iter(sorted(fold.glob("seed-*"))), None) for fold in folds]
@@ -45,7 +52,7 @@ def trial_row(trial: Path) -> dict | None:
     means = {c: sum(values) / len(values) for c, values in scores.items()}
     return {
         "trial": int(trial.name.split("-")[1]),
-        "settings": {name: section.get(name, config.get(name)) for name in SETTINGS},
+        "settings": {name: section.get(name, config.get(name)) for name in settings},
         "scores": scores,
         "means": means,
         "joint": joint_value({c: {"val": mean} for c, mean in means.items()}, "val"),
@@ -56,11 +63,11 @@ def shown(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def table(rows: list[dict]) -> list[str]:
-    head = ["trial", *SETTINGS, "folds all", "folds split", "joint"]
+def table(rows: list[dict], settings: list[str]) -> list[str]:
+    head = ["trial", *settings, "folds all", "folds split", "joint"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [str(row["trial"]), *(shown(row["settings"][name]) for name in SETTINGS)]
+        cells = [str(row["trial"]), *(shown(row["settings"][name]) for name in settings)]
         for convention in ("all", "split"):
             folds = " ".join(f"{value:.3f}" for value in row["scores"][convention])
             cells.append(f"{row['means'][convention]:.4f} ({folds})")
@@ -74,12 +81,14 @@ def main() -> None:
     parser.add_argument("study", type=Path)
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--also", type=int, nargs="*", default=[0])
+    parser.add_argument("--settings", help="columns, comma-separated (default: those searched)")
     args = parser.parse_args()
-    rows = [row for trial in args.study.glob("trial-*") if (row := trial_row(trial))]
+    settings = args.settings.split(",") if args.settings else searched(args.study)
+    rows = [row for trial in args.study.glob("trial-*") if (row := trial_row(trial, settings))]
     rows.sort(key=lambda row: -row["joint"])
     chosen = rows[: args.top] + [row for row in rows[args.top :] if row["trial"] in set(args.also)]
     print(f"{len(rows)} finished trials in {args.study}")
-    print("\n".join(table(chosen)))
+    print("\n".join(table(chosen, settings)))
 
 
 if __name__ == "__main__":
