@@ -10,9 +10,9 @@ never holds a blend's ``+`` or parentheses and is always one folder.
 
 A model that cannot use the encoder (the LM: its own backbone reads the texts; BPR, which
 reads no content; any model when ``--features`` has no text block) gets one row, named by the
-model alone: its runs would be the same on every encoder. Every row of a board shares the run options but the encoder, so
-every row draws the same split and, with ``--folds``, the same folds (``fold_seed``): the paired
-test compares encoders as it compares models.
+model alone: its runs would be the same on every encoder. Every row of a board shares the run
+options but the encoder, so every row draws the same split and, with ``--folds``, the same
+folds (``fold_seed``): the paired test compares encoders as it compares models.
 """
 
 from __future__ import annotations
