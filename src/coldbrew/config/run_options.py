@@ -25,6 +25,14 @@ PROTOCOLS = ("coldbrew", "original")
 FOLD_MIN_EPOCHS = 10
 
 
+def min_epochs_floor(min_epochs: int | None, epochs: int, *, fold_run: bool) -> int:
+    """The epoch before which patience cannot stop a run: ``min_epochs``, else
+    ``FOLD_MIN_EPOCHS`` for a fold run and 0 for another; at most ``epochs``."""
+    if min_epochs is None:
+        min_epochs = FOLD_MIN_EPOCHS if fold_run else 0
+    return min(min_epochs, epochs)
+
+
 def seed_option(default: int, help: str) -> Any:
     """An option that seeds a draw: any seed numpy takes, 0..MAX_SEED."""
     return option(default, help, minimum=0, maximum=MAX_SEED)
@@ -189,13 +197,8 @@ class TrainConfig:
         return dataclasses.replace(copy.deepcopy(self), **changes)
 
     def resolved_min_epochs(self) -> int:
-        """The epoch before which patience cannot stop this run: ``min_epochs``, else
-        ``FOLD_MIN_EPOCHS`` for a fold run and 0 for another; at most ``epochs``."""
-        if self.min_epochs is not None:
-            floor = self.min_epochs
-        else:
-            floor = FOLD_MIN_EPOCHS if self.fold is not None else 0
-        return min(floor, self.epochs)
+        """The epoch before which patience cannot stop this run (``min_epochs_floor``)."""
+        return min_epochs_floor(self.min_epochs, self.epochs, fold_run=self.fold is not None)
 
     def resolved_ks(self) -> list[int]:
         return sorted(set(self.ks) | ({self.top_k} if self.top_k else set()))

@@ -53,13 +53,15 @@ def split_members(text: str) -> list[str]:
 def model_names(text: str, part: str, models: Sequence[str]) -> list[str]:
     """``"a+b"`` -> the board's rows, each one of ``models`` (its rows' names: a model's, or
     ``MODEL@ENCODER`` on a board of several text encoders)."""
-    from coldbrew.research.boards.encoder_rows import resolve_row, row_model
+    from coldbrew.research.boards.encoder_rows import SEPARATOR, resolve_row, row_model
 
     names = [resolve_row(name) for name in text.split("+")]
     missing = [name for name in names if name not in models]
     if not missing:
         return names
-    encoders = [row for row in models if row_model(row) in map(row_model, missing) and "@" in row]
+    encoders = [
+        row for row in models if row_model(row) in map(row_model, missing) and SEPARATOR in row
+    ]
     if encoders:
         raise ColdbrewError(
             f"--blend {part!r}: {', '.join(missing)} is not a row of this board; its rows name "

@@ -48,9 +48,9 @@ def fold_unit(
 ) -> RunUnit:
     """One row's run holding out fold ``fold`` (``config``: the row's board settings; ``row``:
     its name, the model's when empty), scored under ``conventions`` where it is trained."""
+    row = row or config.model
     fold_config = config.copy_with(fold=fold)
-    where = fold_dir(out, row or config.model, fold)
-    return RunUnit(fold_config, tuple(seeds), where, tuple(conventions), row)
+    return RunUnit(fold_config, tuple(seeds), fold_dir(out, row, fold), tuple(conventions), row)
 
 
 def final_unit(
@@ -62,9 +62,9 @@ def final_unit(
     row: str = "",
 ) -> RunUnit:
     """One row's final run: every training item, ``epochs`` epochs."""
+    row = row or config.model
     final_config = config.copy_with(fold=None, epochs=epochs)
-    where = out / (row or config.model)
-    return RunUnit(final_config, tuple(seeds), where, tuple(conventions), row)
+    return RunUnit(final_config, tuple(seeds), out / row, tuple(conventions), row)
 
 
 def fold_units(plan: BoardPlan) -> dict[str, RunUnit]:
@@ -102,13 +102,12 @@ def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> li
 def check_floor(results: dict, path: Path) -> None:
     """A fold run trained before fold runs had a floor, and stopped below it, is refused: its
     early stop would decide the mean fold curve again."""
-    from coldbrew.config.run_options import FOLD_MIN_EPOCHS
+    from coldbrew.config.run_options import min_epochs_floor
 
     if "min_epochs" in results.get("early_stop", {}) or results.get("stopped") != "early_stop":
         return
     config = results["config"]
-    floor = config.get("min_epochs")
-    floor = min(FOLD_MIN_EPOCHS if floor is None else floor, config["epochs"])
+    floor = min_epochs_floor(config.get("min_epochs"), config["epochs"], fold_run=True)
     if results["epochs_run"] < floor:
         raise ColdbrewError(
             f"{path.parent}: trained before fold runs had a floor, it stopped after epoch "

@@ -93,10 +93,12 @@ def board_rows(
         return [(model, row_config(base_layers, model)) for model in models]
     rows = []
     for model in models:
-        if not uses_encoder(row_config(base_layers, row_name(model, encoders[0]))):
+        first = row_config(base_layers, row_name(model, encoders[0]))
+        if not uses_encoder(first):
             rows.append((model, row_config(base_layers, model)))
             continue
-        for encoder in encoders:
+        rows.append((row_name(model, encoders[0]), first))
+        for encoder in encoders[1:]:
             name = row_name(model, encoder)
             rows.append((name, row_config(base_layers, name)))
     if all(name == config.model for name, config in rows):

@@ -187,7 +187,7 @@ def check_earlier(out: Path, config: TrainConfig, row: str = "") -> None:
     if config.folds and (first_fold.run_dir / "config.yaml").exists():
         check_same_settings(first_fold.run_dir, first_fold.config)
     else:
-        check_same_settings(out / (row or config.model), config)
+        check_same_settings(out / first_fold.row_name, config)
 
 
 def train_models(

@@ -37,11 +37,16 @@ class RunUnit:
         return self.config.model
 
     @property
+    def row_name(self) -> str:
+        """Its row: ``row``, else its model's name."""
+        return self.row or self.model
+
+    @property
     def name(self) -> str:
         """How logs and processes call it: its row (``clcrec``, ``clcrec@mpnet``), or
         ``clcrec/fold-2`` for a fold's run."""
-        fold, row = self.config.fold, self.row or self.model
-        return row if fold is None else f"{row}/fold-{fold}"
+        fold = self.config.fold
+        return self.row_name if fold is None else f"{self.row_name}/fold-{fold}"
 
     def finished(self) -> bool:
         """Whether training it would only read its results back."""
@@ -117,7 +122,7 @@ def train_model(unit: RunUnit, cache: Any, log: Callable[[str], None]) -> dict:
         check_same_settings(unit.run_dir, unit.config)
     seeds = list(unit.seeds)
     doing = "continuing" if resume else "training"
-    log(f"{unit.row or unit.model}: {doing} seeds {seeds} in {unit.run_dir}")
+    log(f"{unit.row_name}: {doing} seeds {seeds} in {unit.run_dir}")
     options = {"load_data": cache, "tensorboard": False, "plot": False, "log": log}
     results = train_seeds(unit.config, unit.run_dir, seeds, resume=resume, **options)
     score_conventions(unit, cache)
