@@ -65,6 +65,18 @@ def test_hand_made_conventions_differ_on_val():
     assert own["all"]["precision@3"] == pytest.approx(1 / 3)
 
 
+def test_a_splits_padding_joins_its_own_cold_items():
+    dataset, users, items = hand_made()
+    dataset.split_padding = {"val": np.array([3])}  # as a fold's val drawn to test's size
+    assert cold_items_of(dataset, "val", "split").tolist() == [2, 3]
+    assert cold_items_of(dataset, "test", "split").tolist() == [3, 4]  # no padding of its own
+    own = evaluate_embeddings(dataset, users, items, "val", ks=(1, 3), cold_candidates="split")
+    # val cold, "split" with item 3 beside 2: 3 (0.9), 2 (0.2): positive 2 at rank 2
+    #   recall@1 = 0, recall@3 = 1, NDCG@3 = 1 / log2(3)
+    assert own["cold"]["recall@1"] == 0.0 and own["cold"]["recall@3"] == 1.0
+    assert own["cold"]["ndcg@3"] == pytest.approx(1 / math.log2(3))
+
+
 def test_hand_made_test_split_keeps_its_own_cold_items():
     dataset, users, items = hand_made()
     every = evaluate_embeddings(dataset, users, items, "test", ks=(1, 2))

@@ -133,6 +133,13 @@ class TrainConfig:
         minimum=0,
     )
     fold_seed: int = seed_option(0, "draws the folds (the same for every run seed and model)")
+    fold_candidates: int | None = option(
+        None,
+        "own-split on a fold: its items among other cold items drawn up to this many in all; "
+        "0: its own items alone; none: as many as test's cold items (a fold reads on test's "
+        "scale), 0 without a test split",
+        minimum=0,
+    )
     patience: int = option(
         7, "stop after this many evaluations without improvement (see --min-gain)", minimum=1
     )
@@ -249,7 +256,7 @@ FIELDS = run_fields()
 # one selection split, one seed per row)
 SHARED_BY_MODELS = frozenset(
     {"data", "features", "text_encoder", "seed", "protocol", "report_share", "selection_seed"}
-    | {"cold_split", "folds", "fold", "fold_seed"}
+    | {"cold_split", "folds", "fold", "fold_seed", "fold_candidates"}
     | {"layout", "trust_pickle", "has_v", "has_a", "has_t"}
 )
 

@@ -93,6 +93,9 @@ class Dataset:
     item_first_seen: np.ndarray | None = None
     # which items a run made cold and how (coldbrew.data.splits.cold_split); None: the source's own
     cold_split: dict | None = None
+    # other cold items ranked beside a split's own under own-split candidates (sorted ids), where
+    # a split has them: a fold's val drawn up to test's size (coldbrew.data.splits.folds)
+    split_padding: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def from_frames(cls, interactions, items=None, **columns) -> Dataset:
@@ -158,6 +161,11 @@ class Dataset:
             )
         return self.splits.get(split, {})
 
+    def own_cold_items(self, split: str) -> np.ndarray:
+        """The cold items among ``split``'s held-out positives (sorted ids)."""
+        held_out = [matrix.indices for matrix in self.groups(split).values()]
+        return np.intersect1d(self.cold_items, np.concatenate([[], *held_out]).astype(np.int64))
+
     def describe(self) -> str:
         return f"{self.num_users} users, {self.num_items} items, {self.num_train} interactions"
 
@@ -192,10 +200,9 @@ class Dataset:
                 key: self.selection[key] for key in ("report_share", "selection_seed")
             }
         if self.cross_validation is not None:
+            keys = "folds fold fold_seed fold_candidates val_candidates users_left_out".split()
             out["cross_validation"] = {
-                key: self.cross_validation[key]
-                for key in ("folds", "fold", "fold_seed", "users_left_out")
-                if key in self.cross_validation
+                key: self.cross_validation[key] for key in keys if key in self.cross_validation
             }
         return out
 

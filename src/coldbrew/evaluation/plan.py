@@ -14,6 +14,8 @@ Cold candidates: ``"all"`` ranks every cold item for every split (CLCRec's conve
 ``"split"`` ranks a split's users over that split's own cold items only (those among its
 held-out positives, as ColdRec, DropoutNet and Heater do): the other split's cold items are no
 candidate for any group of the split (all, warm or cold). Warm items are candidates either way.
+A split the data pads (``Dataset.split_padding``: a cold-item fold, drawn up to test's size) also
+ranks the cold items drawn beside its own.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ def check_cold_candidates(cold_candidates: str) -> str:
 
 
 def cold_items_of(dataset: Dataset, split: str, cold_candidates: str) -> np.ndarray:
-    """The cold items ``split``'s users are ranked over (sorted ids)."""
+    """The cold items ``split``'s users are ranked over (sorted ids): under ``"split"`` its own,
+    and the other cold items the data draws beside them (``Dataset.split_padding``)."""
     if check_cold_candidates(cold_candidates) == "all":
         return dataset.cold_items
-    held_out = [matrix.indices for matrix in dataset.groups(split).values()]
-    return np.intersect1d(dataset.cold_items, np.concatenate([[], *held_out]).astype(np.int64))
+    own = dataset.own_cold_items(split)
+    padding = dataset.split_padding.get(split)
+    return own if padding is None else np.union1d(own, padding)
 
 
 def recipe(group: str, cold: str, protocol: str) -> tuple[str, ...]:

@@ -51,6 +51,12 @@ def dataset_options(config: Any) -> dict[str, Any]:
     }
 
 
+def cut_options(config: Any) -> tuple:
+    """The options ``select_and_report`` reads: a cache of cut data keys on them."""
+    cut = (config.report_share, config.selection_seed, config.cold_split)
+    return cut + (config.folds, config.fold, config.fold_seed, config.fold_candidates)
+
+
 def select_and_report(data: Any, config: Any) -> Any:
     """A recommendation ``Dataset`` with what chooses apart from what reports, as ``config``
     says: with ``folds``, the training items of fold ``fold`` held out to choose on and all of
@@ -68,7 +74,7 @@ def select_and_report(data: Any, config: Any) -> Any:
     if config.folds:
         from coldbrew.data.splits.folds import fold_split
 
-        return fold_split(data, config.folds, config.fold, config.fold_seed)
+        return fold_split(data, config.folds, config.fold, config.fold_seed, config.fold_candidates)
     return carve_report(data, config.report_share, config.selection_seed)
 
 

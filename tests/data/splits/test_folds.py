@@ -13,6 +13,7 @@ from coldbrew.data.dataset import Dataset
 from coldbrew.data.splits.folds import fold_assignment, fold_split
 from coldbrew.data.splits.selection import carve_report
 from coldbrew.errors import ColdbrewError, DataError
+from coldbrew.evaluation.plan import cold_items_of
 from coldbrew.tasks import select_and_report
 from ranking_support import random_dataset
 
@@ -107,6 +108,8 @@ def test_a_fold_is_cut_once_and_never_into_halves():
     assert fold_split(cut, 3, 1, 0) is cut
     with pytest.raises(DataError, match="cannot be cut again"):
         fold_split(cut, 3, 2, 0)
+    with pytest.raises(DataError, match=r"fold_candidates \d+\).*fold_candidates 20"):
+        fold_split(cut, 3, 1, 0, 20)
     with pytest.raises(DataError, match="no halves"):
         carve_report(cut, 0.5, 0)
     with pytest.raises(DataError, match="folds replace them"):
@@ -144,3 +147,58 @@ def test_what_a_fold_chooses_on_does_not_depend_on_the_report():
         assert pairs_of(a.train) == pairs_of(b.train)
         assert pairs_of(a.splits["val"]["cold"]) == pairs_of(b.splits["val"]["cold"])
         assert np.array_equal(a.cold_items, b.cold_items)
+
+
+def test_a_folds_own_split_candidates_are_drawn_up_to_the_count_given():
+    dataset = random_dataset()
+    for fold in range(4):
+        own = fold_split(dataset, 4, fold, 0, 0)
+        padded = fold_split(dataset, 4, fold, 0, 16)
+        mine = own.own_cold_items("val")
+        assert own.split_padding == {} and cold_items_of(own, "val", "split").tolist() == (
+            mine.tolist()
+        )
+        drawn = padded.split_padding["val"]
+        assert len(mine) < 16  # the fold is smaller: something to draw
+        assert len(mine) + len(drawn) == 16 == padded.cross_validation["val_candidates"]
+        assert not set(drawn.tolist()) & set(mine.tolist())
+        assert set(drawn.tolist()) <= set(padded.cold_items.tolist())
+        candidates = cold_items_of(padded, "val", "split")
+        assert candidates.tolist() == sorted(set(mine.tolist()) | set(drawn.tolist()))
+        again = fold_split(dataset, 4, fold, 0, 16).split_padding["val"]
+        assert again.tolist() == drawn.tolist()  # every model and run seed ranks the same items
+        np.testing.assert_array_equal(padded.train.toarray(), own.train.toarray())
+
+
+def test_a_fold_draws_no_more_than_there_are_and_nothing_past_its_own():
+    dataset = random_dataset()
+    cut = fold_split(dataset, 4, 0, 0, 10_000)  # more than every cold item
+    assert cold_items_of(cut, "val", "split").tolist() == cut.cold_items.tolist()
+    mine = cut.own_cold_items("val")
+    assert fold_split(dataset, 4, 0, 0, len(mine)).split_padding["val"].size == 0
+    with pytest.raises(DataError, match="whole number >= 0"):
+        fold_split(dataset, 4, 0, 0, -1)
+
+
+def test_a_runs_config_chooses_the_folds_candidates():
+    dataset = random_dataset()
+    options = {"data": "synthetic", "folds": 4, "fold": 1}
+    padded = select_and_report(dataset, make_config(options | {"fold_candidates": 16}))
+    assert padded.split_padding["val"].size > 0
+    assert (
+        select_and_report(dataset, make_config(options | {"fold_candidates": 0})).split_padding
+        == {}
+    )
+    with pytest.raises(ColdbrewError, match="fold_candidates"):
+        make_config(options | {"fold_candidates": -3})
+
+
+def test_by_default_a_fold_reads_on_tests_scale_where_there_is_a_test_split():
+    dataset = random_dataset()
+    tests_count = len(dataset.own_cold_items("test"))
+    cut = fold_split(dataset, 4, 2, 0)
+    assert len(cold_items_of(cut, "val", "split")) == tests_count
+    assert cut.cross_validation["fold_candidates"] == tests_count
+    assert fold_split(cut, 4, 2, 0) is cut  # the default matches what it resolved to
+    without = dataclasses.replace(dataset, splits={"val": dataset.splits["val"]})
+    assert fold_split(without, 4, 2, 0).split_padding == {}

@@ -8,6 +8,13 @@ that has no training interaction in that fold (the data's own cold items too). A
 every training interaction is on the fold's items has nothing left to be known by: such users
 are left out of the fold's evaluation, and counted in a note.
 
+A fold holds fewer items than the test split it stands in for (on ml-1m-coldstart with 5 folds,
+about 360 against 905), and an own-split score depends on how many items are ranked. With
+``fold_candidates=N`` a fold's own-split ranks its items among other cold items drawn at random
+(the same draw for every model and run seed of a fold) up to N in all; give test's count, and a
+fold reads on test's scale. That is the default where the data has a test split (``None``);
+``0`` ranks a fold's own items alone.
+
 The folds are stratified by popularity: the training items sorted by their training
 interactions (ties in a seeded random order) fall in blocks of K, and each block deals one item
 to each fold in a seeded random order, so every fold holds the same mix of popular and rare
@@ -75,21 +82,36 @@ def _split_columns(matrix: sp.csr_matrix, held: np.ndarray) -> tuple[sp.csr_matr
 
 
 def fold_split(
-    dataset: Dataset, folds: int, fold: int | None, fold_seed: int = DEFAULT_FOLD_SEED
+    dataset: Dataset,
+    folds: int,
+    fold: int | None,
+    fold_seed: int = DEFAULT_FOLD_SEED,
+    candidates: int | None = None,
 ) -> Dataset:
     """A copy of ``dataset`` for fold ``fold`` of ``folds`` (``None``: the final run), as the
-    module's docstring says; ``dataset.cross_validation`` records the folds and the counts. A
-    dataset split the same way already is returned as it is; split otherwise, refused."""
+    module's docstring says; ``dataset.cross_validation`` records the folds and the counts.
+    ``candidates``: how many cold items a fold's val ranks under own-split candidates, its own
+    and others drawn (``padding``; 0: its own alone; None: as many as test's own cold items,
+    0 when the data has no test split). A dataset split the same way already is returned as it
+    is; split otherwise, refused."""
     check_folds(folds, fold)
     fold_seed = check_seed(fold_seed)
     record = {"folds": folds, "fold": fold, "fold_seed": fold_seed}
+    if candidates is not None and (
+        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0
+    ):
+        raise DataError(f"fold_candidates must be a whole number >= 0, got {candidates!r}")
+    if fold is not None and candidates is not None:
+        record["fold_candidates"] = candidates
     done = dataset.cross_validation
     if done is not None:
-        if {key: done[key] for key in record} == record:
+        if {key: done.get(key) for key in record} == record:
             return dataset
+        mine = f"fold {fold} of {folds} (fold seed {fold_seed}, fold_candidates {candidates})"
         raise DataError(
             f"{dataset.name} is fold {done['fold']} of {done['folds']} (fold seed "
-            f"{done['fold_seed']}); it cannot be cut again as fold {fold} of {folds}"
+            f"{done['fold_seed']}, fold_candidates {done.get('fold_candidates', 0)}); it cannot "
+            f"be cut again as {mine}"
         )
     if dataset.selection is not None:
         raise DataError(f"{dataset.name} was cut into select/report halves; folds replace them")
@@ -97,6 +119,9 @@ def fold_split(
     if dataset.splits.get("val"):
         splits["report"] = dataset.splits["val"]
     train, cold_items, notes = dataset.train, dataset.cold_items, list(dataset.notes)
+    split_padding = {}
+    if candidates is None:  # test's scale, where the data has a test split
+        candidates = len(dataset.own_cold_items("test"))
     assignment = fold_assignment(dataset, folds, fold_seed)
     record["items_per_fold"] = np.bincount(assignment[assignment >= 0], minlength=folds).tolist()
     if fold is not None:
@@ -110,7 +135,12 @@ def fold_split(
         held_out.sort_indices()
         cold_items = np.union1d(cold_items, np.flatnonzero(held))
         splits = {"val": {"cold": held_out}}  # a fold's run evaluates its fold alone
+        own = np.unique(held_out.indices)
+        if candidates:
+            split_padding["val"] = padding(own, cold_items, candidates, [fold_seed, fold, 0xCA4D])
+        val_candidates = len(own) + len(split_padding.get("val", ()))
         record |= {"val": half_counts(splits["val"]), "users_left_out": left_out}
+        record |= {"fold_candidates": candidates, "val_candidates": val_candidates}
         notes.append(
             f"fold {fold} of {folds} (fold seed {fold_seed}): {int(held.sum())} training items "
             f"held out as cold, {held_out.nnz} of their interactions in val"
@@ -128,4 +158,14 @@ def fold_split(
         splits=splits,
         notes=notes,
         cross_validation=record,
+        split_padding=split_padding,
     )
+
+
+def padding(own: np.ndarray, cold_items: np.ndarray, total: int, seed) -> np.ndarray:
+    """Cold items other than ``own`` (a fold's items with a positive), drawn by ``seed`` so that
+    the two together are ``total`` (as many as there are, short of it); none when ``own`` is as
+    many already (sorted ids)."""
+    others = np.setdiff1d(cold_items, own)
+    count = min(max(total - len(own), 0), len(others))
+    return np.sort(np.random.default_rng(seed).choice(others, size=count, replace=False))

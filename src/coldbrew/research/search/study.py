@@ -73,15 +73,14 @@ class DataCache:
 
     def __call__(self, config: TrainConfig) -> Any:
         from coldbrew.registry import model_spec
-        from coldbrew.tasks import dataset_options, load_data, select_and_report
+        from coldbrew.tasks import cut_options, dataset_options, load_data, select_and_report
 
         task = model_spec(config.model).task
         key = (task, config.data, getattr(config.model_options, "series", None))
         key += tuple((name, str(value)) for name, value in dataset_options(config).items())
         if key not in self.loaded:
             self.loaded[key] = load_data(task, config, select=False)
-        cut = (config.report_share, config.selection_seed, config.cold_split)
-        cut += (config.folds, config.fold, config.fold_seed)
+        cut = cut_options(config)
         if (key, cut) not in self.cut:
             self.cut[key, cut] = select_and_report(self.loaded[key], config)
         return self.cut[key, cut]
