@@ -149,6 +149,11 @@ def fold_split(
                 if left_out
                 else ""
             )
+            + (
+                f"; own-split ranks them among {val_candidates} cold items (fold_candidates)"
+                if val_candidates > len(own)
+                else ""
+            )
         )
     record["report"] = half_counts(splits.get("report", {}))
     return dataclasses.replace(
