@@ -10,7 +10,12 @@ import pytest
 from coldbrew.config import load_saved_config
 from coldbrew.research.boards.blend_names import parse_blends
 from coldbrew.research.boards.board_text import WIDTH
-from coldbrew.research.boards.cross_validation import chosen_epochs, fold_histories, mean_curve
+from coldbrew.research.boards.cross_validation import (
+    check_same_candidates,
+    chosen_epochs,
+    fold_histories,
+    mean_curve,
+)
 from coldbrew.research.boards.leaderboard import leaderboard
 from research_tiny_run import TINY
 
@@ -257,3 +262,19 @@ def test_a_fold_run_from_before_the_floor_that_stopped_below_it_is_refused(tmp_p
     new = old | {"early_stop": {"monitor": "cold/recall@20", "min_epochs": 0}}  # today's record
     (run / "results.json").write_text(json.dumps(new))
     assert fold_histories(tmp_path, "aldi", 1, [1]) == [history(0.1)]
+
+
+def test_fold_runs_that_ranked_own_split_among_other_counts_are_refused(tmp_path):
+    from coldbrew.errors import ColdbrewError
+
+    def write(row: str, cut: dict) -> None:
+        run = tmp_path / "folds" / row / "fold-0" / "seed-1"
+        run.mkdir(parents=True)
+        (run / "results.json").write_text(json.dumps({"dataset": {"cross_validation": cut}}))
+
+    write("ridge", {"folds": 2, "fold": 0, "fold_candidates": 905})
+    write("knn", {"folds": 2, "fold": 0, "fold_candidates": 905})
+    check_same_candidates(tmp_path, ["ridge", "knn"], 1, [1])  # the same count: nothing to say
+    write("aldi", {"folds": 2, "fold": 0})  # trained before the option: its fold's items alone
+    with pytest.raises(ColdbrewError, match=r"fold_candidates: 0 in .*aldi.*; 905 in"):
+        check_same_candidates(tmp_path, ["ridge", "knn", "aldi"], 1, [1])

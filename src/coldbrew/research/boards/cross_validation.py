@@ -116,6 +116,28 @@ def check_floor(results: dict, path: Path) -> None:
         )
 
 
+def check_same_candidates(out: Path, rows: Sequence[str], folds: int, seeds: Sequence[int]):
+    """Every fold run of a board ranked its fold's items among as many cold items under
+    own-split (``fold_candidates``); a run trained before the option ranked its fold's items
+    alone, and its own-split scores are on another scale than a padded run's."""
+    from coldbrew.research.seeds import seed_dir
+
+    seen: dict[int, Path] = {}
+    for row in rows:
+        for fold in range(folds):
+            for seed in seeds:
+                path = seed_dir(fold_dir(out, row, fold), seed) / "results.json"
+                cut = json.loads(path.read_text()).get("dataset", {}).get("cross_validation", {})
+                seen.setdefault(cut.get("fold_candidates", 0), path.parent)
+    if len(seen) > 1:
+        runs = "; ".join(f"{count} in {run}" for count, run in sorted(seen.items()))
+        raise ColdbrewError(
+            f"the fold runs in {out} ranked own-split among different numbers of cold items "
+            f"(fold_candidates: {runs}); runs trained before --fold-candidates ranked a fold's "
+            "items alone: give another --out"
+        )
+
+
 def mean_curve(histories: Sequence[Sequence[dict]], monitor: str) -> list[float]:
     """The monitored metric (``"cold/recall@20"``), epoch by epoch, averaged over the runs, up
     to the last epoch every run reached."""
@@ -138,6 +160,7 @@ def cross_validate_models(
     """``{row: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
     every row first (``jobs`` at once), then each row's final run."""
     train_units(fold_units(plan), jobs, cache, log)
+    check_same_candidates(plan.out, list(plan.rows()), plan.folds, plan.seeds)
     finals, results = {}, {}
     for name, config in plan.rows().items():
         monitor, curve = fold_curve(plan.out, name, plan.folds, plan.seeds)
