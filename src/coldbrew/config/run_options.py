@@ -234,6 +234,8 @@ class TrainConfig:
             raise ColdbrewError("option 'folds' is 0 (none) or at least 2, got 1")
         if self.fold is not None and not self.folds:
             raise ColdbrewError("option 'fold' needs --folds K (K >= 2)")
+        if self.fold_candidates is not None and not self.folds:
+            raise ColdbrewError("option 'fold_candidates' needs --folds K (K >= 2)")
         if self.fold is not None and self.fold >= self.folds:
             raise ColdbrewError(
                 f"option 'fold' is {self.fold}; with {self.folds} folds it is 0..{self.folds - 1}"

@@ -121,6 +121,7 @@ def test_a_fold_is_cut_once_and_never_into_halves():
     [
         ({"folds": 1}, "at least 2"),
         ({"fold": 0}, "needs --folds"),
+        ({"fold_candidates": 905}, "'fold_candidates' needs --folds"),
         ({"folds": 3, "fold": 3}, r"0\.\.2"),
     ],
 )
