@@ -81,6 +81,31 @@ def _split_columns(matrix: sp.csr_matrix, held: np.ndarray) -> tuple[sp.csr_matr
     return tuple(parts)
 
 
+def check_fold_candidates(candidates: int | None) -> int | None:
+    if candidates is not None and (
+        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0
+    ):
+        raise DataError(f"fold_candidates must be a whole number >= 0, got {candidates!r}")
+    return candidates
+
+
+def already_cut(dataset: Dataset, record: dict) -> bool:
+    """Whether ``dataset`` is already the fold ``record`` asks for (``fold_split``'s record
+    before the cut); a dataset cut otherwise is refused."""
+    done = dataset.cross_validation
+    if done is None:
+        return False
+    if {key: done.get(key) for key in record} == record:
+        return True
+    asked = f"fold_candidates {record['fold_candidates']}" if "fold_candidates" in record else ""
+    raise DataError(
+        f"{dataset.name} is fold {done['fold']} of {done['folds']} (fold seed "
+        f"{done['fold_seed']}, fold_candidates {done.get('fold_candidates', 0)}); it cannot be "
+        f"cut again as fold {record['fold']} of {record['folds']} (fold seed "
+        f"{record['fold_seed']}{', ' + asked if asked else ''})"
+    )
+
+
 def fold_split(
     dataset: Dataset,
     folds: int,
@@ -97,22 +122,10 @@ def fold_split(
     check_folds(folds, fold)
     fold_seed = check_seed(fold_seed)
     record = {"folds": folds, "fold": fold, "fold_seed": fold_seed}
-    if candidates is not None and (
-        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 0
-    ):
-        raise DataError(f"fold_candidates must be a whole number >= 0, got {candidates!r}")
-    if fold is not None and candidates is not None:
+    if fold is not None and check_fold_candidates(candidates) is not None:
         record["fold_candidates"] = candidates
-    done = dataset.cross_validation
-    if done is not None:
-        if {key: done.get(key) for key in record} == record:
-            return dataset
-        mine = f"fold {fold} of {folds} (fold seed {fold_seed}, fold_candidates {candidates})"
-        raise DataError(
-            f"{dataset.name} is fold {done['fold']} of {done['folds']} (fold seed "
-            f"{done['fold_seed']}, fold_candidates {done.get('fold_candidates', 0)}); it cannot "
-            f"be cut again as {mine}"
-        )
+    if already_cut(dataset, record):
+        return dataset
     if dataset.selection is not None:
         raise DataError(f"{dataset.name} was cut into select/report halves; folds replace them")
     splits = {name: groups for name, groups in dataset.splits.items() if name == "test"}
