@@ -11,7 +11,6 @@ from coldbrew.config import load_saved_config
 from coldbrew.research.boards.blend_names import parse_blends
 from coldbrew.research.boards.board_text import WIDTH
 from coldbrew.research.boards.cross_validation import (
-    check_same_candidates,
     chosen_epochs,
     fold_histories,
     mean_curve,
@@ -270,11 +269,14 @@ def test_fold_runs_that_ranked_own_split_among_other_counts_are_refused(tmp_path
     def write(row: str, cut: dict) -> None:
         run = tmp_path / "folds" / row / "fold-0" / "seed-1"
         run.mkdir(parents=True)
-        (run / "results.json").write_text(json.dumps({"dataset": {"cross_validation": cut}}))
+        results = {"dataset": {"cross_validation": cut}, "history": history(0.1)}
+        (run / "results.json").write_text(json.dumps(results))
 
     write("ridge", {"folds": 2, "fold": 0, "fold_candidates": 905})
     write("knn", {"folds": 2, "fold": 0, "fold_candidates": 905})
-    check_same_candidates(tmp_path, ["ridge", "knn"], 1, [1])  # the same count: nothing to say
+    seen: dict = {}  # shared by the board's rows
+    for row in ("ridge", "knn"):  # the same count: nothing to say
+        assert fold_histories(tmp_path, row, 1, [1], seen) == [history(0.1)]
     write("aldi", {"folds": 2, "fold": 0})  # trained before the option: its fold's items alone
     with pytest.raises(ColdbrewError, match=r"fold_candidates: 0 in .*aldi.*; 905 in"):
-        check_same_candidates(tmp_path, ["ridge", "knn", "aldi"], 1, [1])
+        fold_histories(tmp_path, "aldi", 1, [1], seen)

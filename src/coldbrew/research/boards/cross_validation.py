@@ -77,16 +77,21 @@ def fold_units(plan: BoardPlan) -> dict[str, RunUnit]:
     return {unit.name: unit for unit in units}
 
 
-def fold_curve(out: Path, row: str, folds: int, seeds: Sequence[int]) -> tuple[str, list[float]]:
+def fold_curve(
+    out: Path, row: str, folds: int, seeds: Sequence[int], seen: dict | None = None
+) -> tuple[str, list[float]]:
     """The metric ``row``'s folds early-stopped on and its mean fold curve (``mean_curve``),
-    from the fold runs' results."""
+    from the fold runs' results (``seen``: ``fold_histories``)."""
     monitor = read_monitor(fold_dir(out, row, 0) / "results.json")
-    return monitor, mean_curve(fold_histories(out, row, folds, seeds), monitor)
+    return monitor, mean_curve(fold_histories(out, row, folds, seeds, seen), monitor)
 
 
-def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> list[list[dict]]:
+def fold_histories(
+    out: Path, name: str, folds: int, seeds: Sequence[int], seen: dict | None = None
+) -> list[list[dict]]:
     """Every fold run's epoch history (``results.json``'s ``history``), fold by fold, seed by
-    seed."""
+    seed. ``seen``, shared by a board's rows: the own-split candidate counts met so far
+    (``check_candidates``)."""
     from coldbrew.research.seeds import seed_dir
 
     histories = []
@@ -95,6 +100,8 @@ def fold_histories(out: Path, name: str, folds: int, seeds: Sequence[int]) -> li
             path = seed_dir(fold_dir(out, name, fold), seed) / "results.json"
             results = json.loads(path.read_text())
             check_floor(results, path)
+            if seen is not None:
+                check_candidates(results, path, seen)
             histories.append(results["history"])
     return histories
 
@@ -116,23 +123,17 @@ def check_floor(results: dict, path: Path) -> None:
         )
 
 
-def check_same_candidates(out: Path, rows: Sequence[str], folds: int, seeds: Sequence[int]):
+def check_candidates(results: dict, path: Path, seen: dict[int, Path]) -> None:
     """Every fold run of a board ranked its fold's items among as many cold items under
-    own-split (``fold_candidates``); a run trained before the option ranked its fold's items
-    alone, and its own-split scores are on another scale than a padded run's."""
-    from coldbrew.research.seeds import seed_dir
-
-    seen: dict[int, Path] = {}
-    for row in rows:
-        for fold in range(folds):
-            for seed in seeds:
-                path = seed_dir(fold_dir(out, row, fold), seed) / "results.json"
-                cut = json.loads(path.read_text()).get("dataset", {}).get("cross_validation", {})
-                seen.setdefault(cut.get("fold_candidates", 0), path.parent)
+    own-split (``fold_candidates``; ``seen``: each count met so far, and a run that had it). A
+    run trained before the option ranked its fold's items alone, on another scale than a padded
+    run's: such a mix is refused."""
+    cut = results.get("dataset", {}).get("cross_validation", {})
+    seen.setdefault(cut.get("fold_candidates", 0), path.parent)
     if len(seen) > 1:
         runs = "; ".join(f"{count} in {run}" for count, run in sorted(seen.items()))
         raise ColdbrewError(
-            f"the fold runs in {out} ranked own-split among different numbers of cold items "
+            f"the fold runs ranked own-split among different numbers of cold items "
             f"(fold_candidates: {runs}); runs trained before --fold-candidates ranked a fold's "
             "items alone: give another --out"
         )
@@ -160,10 +161,9 @@ def cross_validate_models(
     """``{row: {"final": its final multi-seed results, "epochs", "curve"}}``: every fold of
     every row first (``jobs`` at once), then each row's final run."""
     train_units(fold_units(plan), jobs, cache, log)
-    check_same_candidates(plan.out, list(plan.rows()), plan.folds, plan.seeds)
-    finals, results = {}, {}
+    finals, results, seen = {}, {}, {}
     for name, config in plan.rows().items():
-        monitor, curve = fold_curve(plan.out, name, plan.folds, plan.seeds)
+        monitor, curve = fold_curve(plan.out, name, plan.folds, plan.seeds, seen)
         epochs = chosen_epochs(curve)
         log(f"{name}: {epochs} epoch(s), the mean fold curve's best ({monitor})")
         results[name] = {"epochs": epochs, "curve": curve, "monitor": monitor}
