@@ -133,8 +133,6 @@ def fold_split(
         splits["report"] = dataset.splits["val"]
     train, cold_items, notes = dataset.train, dataset.cold_items, list(dataset.notes)
     split_padding = {}
-    if candidates is None:  # test's scale, where the data has a test split
-        candidates = len(dataset.own_cold_items("test"))
     assignment = fold_assignment(dataset, folds, fold_seed)
     record["items_per_fold"] = np.bincount(assignment[assignment >= 0], minlength=folds).tolist()
     if fold is not None:
@@ -149,6 +147,8 @@ def fold_split(
         cold_items = np.union1d(cold_items, np.flatnonzero(held))
         splits = {"val": {"cold": held_out}}  # a fold's run evaluates its fold alone
         own = np.unique(held_out.indices)
+        if candidates is None:  # test's scale, where the data has a test split
+            candidates = len(dataset.own_cold_items("test"))
         if candidates:
             split_padding["val"] = padding(own, cold_items, candidates, [fold_seed, fold, 0xCA4D])
         val_candidates = len(own) + len(split_padding.get("val", ()))
